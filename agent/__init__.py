@@ -1,0 +1,1 @@
+"""The node agent: collect -> store -> aggregate -> report; qos: detect -> plan -> act."""

@@ -1,0 +1,182 @@
+"""The cluster interface: what the agent and the scheduler need from Kubernetes, and nothing more.
+
+Two backends implement :class:`Cluster`: ``common.cluster.memory.MemoryCluster`` (an embedded
+in-process cluster with watches and resourceVersions) and ``common.cluster.kube.KubeCluster``
+(the official ``kubernetes`` client).  Objects cross this boundary as plain Kubernetes dicts;
+callers parse them into ``common.objects`` views once.
+
+Patches are JSON merge patches (RFC 7386) on both backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ApiError",
+    "NotFound",
+    "Conflict",
+    "Gone",
+    "TooManyRequests",
+    "WatchEvent",
+    "ListResult",
+    "EventRecord",
+    "Handler",
+    "Informer",
+    "Cluster",
+    "merge_patch",
+]
+
+
+class ApiError(Exception):
+    """An API call that the server (or the emulated server) refused."""
+
+    status = 500
+
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+        self.reason = reason or type(self).__name__
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    """409: a resourceVersion conflict, an object that already exists, or a pod already bound."""
+
+    status = 409
+
+
+class Gone(ApiError):
+    """410: the requested resourceVersion is too old to watch from; relist."""
+
+    status = 410
+
+
+class TooManyRequests(ApiError):
+    """429: for an eviction, a PodDisruptionBudget refused it."""
+
+    status = 429
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult:
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """A ``v1`` Event about one object, as kube components emit them."""
+
+    kind: str
+    name: str
+    namespace: str
+    reason: str
+    message: str
+    type: str = "Normal"  # Normal | Warning
+    uid: str = ""
+    component: str = "loadwise"
+    action: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+Handler = Callable[[WatchEvent], None]
+
+
+class Informer(Protocol):
+    """List-then-watch that feeds a handler; resumes from the last resourceVersion, relists on 410."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def has_synced(self) -> bool: ...
+
+
+class Cluster(Protocol):
+    def list(
+        self,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> ListResult: ...
+
+    def watch(
+        self,
+        kind: str,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: float | None = None,
+    ) -> Iterator[WatchEvent]: ...
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]: ...
+
+    def create(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Update the whole object; a stale ``metadata.resourceVersion`` raises :class:`Conflict`."""
+        ...
+
+    def patch(self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]: ...
+
+    def patch_status(
+        self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]: ...
+
+    def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None: ...
+
+    def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
+        """``pods/binding``; binding an already bound pod raises :class:`Conflict`."""
+        ...
+
+    def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        """``pods/eviction`` (policy/v1); a PDB refusal raises :class:`TooManyRequests`."""
+        ...
+
+    def emit_event(self, event: EventRecord) -> None: ...
+
+    def informer(
+        self,
+        kind: str,
+        handler: Handler,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+    ) -> Informer: ...
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch; returns a new value, never mutates its inputs."""
+    if not isinstance(patch, Mapping):
+        return _copy(patch)
+    result: dict[str, Any] = dict(target) if isinstance(target, Mapping) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+def _copy(v: Any) -> Any:
+    if isinstance(v, Mapping):
+        return {k: _copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_copy(x) for x in v]
+    return v

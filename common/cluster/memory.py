@@ -1,0 +1,409 @@
+"""An embedded in-process cluster: objects, resourceVersions, watches, binding, eviction with PDBs.
+
+Used by the demo, ``loadwise explain``, the simulator and unit tests.  Informers deliver events
+synchronously on the thread that made the change, so a simulation stays deterministic; the
+``watch`` iterator also works across threads for code written against the streaming API.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import itertools
+import threading
+import uuid
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.clock import Clock, SystemClock, parse_rfc3339, to_rfc3339
+from common.cluster import (
+    Conflict,
+    EventRecord,
+    Gone,
+    Handler,
+    ListResult,
+    NotFound,
+    TooManyRequests,
+    WatchEvent,
+    merge_patch,
+)
+from common.kinds import kind_info
+from common.selectors import LabelSelector, match_field_selector, parse_selector_string
+
+__all__ = ["MemoryCluster"]
+
+_HISTORY = 50_000
+_Key = tuple[str, str]  # (namespace or "", name)
+
+
+@dataclass
+class _Sub:
+    kind: str
+    handler: Handler
+    namespace: str | None
+    field_selector: str | None
+    active: bool = True
+
+
+@dataclass
+class _MemoryInformer:
+    cluster: MemoryCluster
+    sub: _Sub
+    synced: bool = field(default=False)
+
+    def start(self) -> None:
+        self.cluster._start_informer(self)
+
+    def stop(self) -> None:
+        self.sub.active = False
+        self.cluster._remove_sub(self.sub)
+
+    def has_synced(self) -> bool:
+        return self.synced
+
+
+class MemoryCluster:
+    """The in-memory backend of :class:`common.cluster.Cluster`.
+
+    ``graceful_deletion``: evicted pods get a ``deletionTimestamp`` and disappear only when
+    :meth:`reap` runs after their grace period; otherwise they are deleted at once.
+    ``auto_run``: a bound pod becomes Running and Ready at once (there is no kubelet).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        graceful_deletion: bool = False,
+        auto_run: bool = True,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.graceful_deletion = graceful_deletion
+        self.auto_run = auto_run
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._objects: dict[str, dict[_Key, dict[str, Any]]] = {}
+        self._rv = itertools.count(1)
+        self._last_rv = 0
+        self._history: deque[tuple[int, str, WatchEvent]] = deque(maxlen=_HISTORY)
+        self._subs: list[_Sub] = []
+        self.events: list[EventRecord] = []
+        self.bindings: list[tuple[str, str]] = []  # (ns/name, node), in order
+        self.evictions: list[str] = []  # accepted, in order
+        self.refused_evictions: list[str] = []
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _bucket(self, kind: str) -> dict[_Key, dict[str, Any]]:
+        kind_info(kind)
+        return self._objects.setdefault(kind, {})
+
+    @staticmethod
+    def _key(kind: str, name: str, namespace: str | None) -> _Key:
+        return ((namespace or "default") if kind_info(kind).namespaced else "", name)
+
+    def _next_rv(self) -> str:
+        self._last_rv = next(self._rv)
+        return str(self._last_rv)
+
+    def _emit(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+        rv = int(obj["metadata"]["resourceVersion"])
+        ev = WatchEvent(type_, copy.deepcopy(obj))
+        self._history.append((rv, kind, ev))
+        self._cond.notify_all()
+        for sub in list(self._subs):
+            if sub.kind == kind and sub.active and self._matches(obj, sub.namespace, sub.field_selector):
+                sub.handler(WatchEvent(type_, copy.deepcopy(obj)))
+
+    @staticmethod
+    def _matches(obj: Mapping[str, Any], namespace: str | None, field_selector: str | None) -> bool:
+        if namespace and (obj.get("metadata") or {}).get("namespace") != namespace:
+            return False
+        return match_field_selector(obj, field_selector)
+
+    # -- reads --------------------------------------------------------------------------------------
+    def list(
+        self,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> ListResult:
+        sel = parse_selector_string(label_selector)
+        with self._lock:
+            items = [
+                copy.deepcopy(o)
+                for _, o in sorted(self._bucket(kind).items())
+                if self._matches(o, namespace, field_selector) and sel.matches(o["metadata"].get("labels"))
+            ]
+            return ListResult(items, str(self._last_rv))
+
+    def get(self, kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        with self._lock:
+            obj = self._bucket(kind).get(self._key(kind, name, namespace))
+            if obj is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            return copy.deepcopy(obj)
+
+    def watch(
+        self,
+        kind: str,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: float | None = None,
+    ) -> Iterator[WatchEvent]:
+        """Events after ``resource_version``; raises :class:`Gone` if that is older than the history."""
+        since = int(resource_version or 0)
+        with self._lock:
+            if self._history and since < self._history[0][0] - 1 and len(self._history) == _HISTORY:
+                raise Gone(f"too old resource version: {since} ({self._history[0][0]})")
+        deadline = None if timeout_seconds is None else self.clock.monotonic() + timeout_seconds
+        last = since
+        while True:
+            with self._lock:
+                batch = [
+                    (rv, ev)
+                    for rv, k, ev in self._history
+                    if rv > last and k == kind and self._matches(ev.object, namespace, field_selector)
+                ]
+                if not batch:
+                    newest = self._history[-1][0] if self._history else last
+                    last = max(last, newest)
+                    remaining = None if deadline is None else deadline - self.clock.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return
+                    self._cond.wait(timeout=0.05 if remaining is None else min(remaining, 0.05))
+                    continue
+            for rv, ev in batch:
+                last = rv
+                yield ev
+
+    # -- writes -------------------------------------------------------------------------------------
+    def create(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        info = kind_info(kind)
+        with self._lock:
+            new = copy.deepcopy(dict(obj))
+            meta = new.setdefault("metadata", {})
+            if not meta.get("name"):
+                if meta.get("generateName"):
+                    meta["name"] = f"{meta['generateName']}{uuid.uuid4().hex[:5]}"
+                else:
+                    raise ValueError(f"{kind}: metadata.name is required")
+            if info.namespaced:
+                meta["namespace"] = meta.get("namespace") or "default"
+            else:
+                meta.pop("namespace", None)
+            key = self._key(kind, meta["name"], meta.get("namespace"))
+            bucket = self._bucket(kind)
+            if key in bucket:
+                raise Conflict(f'{info.plural} "{meta["name"]}" already exists', reason="AlreadyExists")
+            new["apiVersion"] = info.api_version
+            new["kind"] = kind
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", to_rfc3339(self.clock.now()))
+            meta["resourceVersion"] = self._next_rv()
+            if kind == "Pod":
+                new.setdefault("status", {}).setdefault("phase", "Pending")
+                if new.get("spec", {}).get("nodeName") and self.auto_run:
+                    self._run_pod(new)
+            bucket[key] = new
+            self._emit(kind, "ADDED", new)
+            return copy.deepcopy(new)
+
+    def load(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """Create every object of a snapshot (``kind`` taken from each)."""
+        for o in objects:
+            self.create(str(o.get("kind")), o)
+
+    def _store(self, kind: str, key: _Key, new: dict[str, Any]) -> dict[str, Any]:
+        new["metadata"]["resourceVersion"] = self._next_rv()
+        self._bucket(kind)[key] = new
+        self._emit(kind, "MODIFIED", new)
+        return copy.deepcopy(new)
+
+    def replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            meta = obj.get("metadata") or {}
+            key = self._key(kind, str(meta.get("name")), meta.get("namespace"))
+            cur = self._bucket(kind).get(key)
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{meta.get("name")}" not found')
+            rv = meta.get("resourceVersion")
+            if rv and rv != cur["metadata"]["resourceVersion"]:
+                raise Conflict(
+                    f"Operation cannot be fulfilled on {kind_info(kind).plural} \"{meta.get('name')}\": "
+                    "the object has been modified; please apply your changes to the latest version and try again"
+                )
+            new = copy.deepcopy(dict(obj))
+            new["metadata"] = {**cur["metadata"], **new.get("metadata", {})}
+            new["apiVersion"], new["kind"] = cur["apiVersion"], kind
+            return self._store(kind, key, new)
+
+    def patch(self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).get(key)
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            body = {k: v for k, v in patch.items() if k != "status"}
+            new = merge_patch(cur, body)
+            return self._store(kind, key, new)
+
+    def patch_status(
+        self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).get(key)
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            new = copy.deepcopy(cur)
+            new["status"] = merge_patch(cur.get("status") or {}, patch.get("status") or {})
+            return self._store(kind, key, new)
+
+    def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None:
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).pop(key, None)
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            cur = copy.deepcopy(cur)
+            cur["metadata"]["resourceVersion"] = self._next_rv()
+            self._emit(kind, "DELETED", cur)
+
+    # -- subresources -------------------------------------------------------------------------------
+    def _run_pod(self, pod: dict[str, Any]) -> None:
+        status = pod.setdefault("status", {})
+        status["phase"] = "Running"
+        status.setdefault("startTime", to_rfc3339(self.clock.now()))
+        conds = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "PodScheduled")]
+        conds.append({"type": "PodScheduled", "status": "True"})
+        conds.append({"type": "Ready", "status": "True"})
+        status["conditions"] = conds
+
+    def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
+        with self._lock:
+            key = ("default" if not namespace else namespace, name)
+            cur = self._bucket("Pod").get(key)
+            if cur is None:
+                raise NotFound(f'pods "{name}" not found')
+            if uid and cur["metadata"].get("uid") != uid:
+                raise Conflict(f'pods "{name}": uid mismatch (the pod was recreated)')
+            if cur.get("spec", {}).get("nodeName"):
+                raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
+            if node not in {k[1] for k in self._bucket("Node")}:
+                raise NotFound(f'nodes "{node}" not found')
+            new = copy.deepcopy(cur)
+            new.setdefault("spec", {})["nodeName"] = node
+            if self.auto_run:
+                self._run_pod(new)
+            self.bindings.append((f"{key[0]}/{name}", node))
+            self._store("Pod", key, new)
+
+    def _pdb_allows(self, pod: Mapping[str, Any]) -> tuple[bool, str]:
+        ns = pod["metadata"].get("namespace", "default")
+        labels = pod["metadata"].get("labels") or {}
+        for (pdb_ns, pdb_name), pdb in sorted(self._bucket("PodDisruptionBudget").items()):
+            if pdb_ns != ns:
+                continue
+            spec = pdb.get("spec") or {}
+            sel = LabelSelector.parse(spec.get("selector"))
+            if sel.empty or not sel.matches(labels):
+                continue
+            matching = [
+                p
+                for (p_ns, _), p in self._bucket("Pod").items()
+                if p_ns == ns and sel.matches(p["metadata"].get("labels"))
+            ]
+            healthy = sum(
+                1
+                for p in matching
+                if not p["metadata"].get("deletionTimestamp")
+                and any(c.get("type") == "Ready" and c.get("status") == "True" for c in p.get("status", {}).get("conditions") or [])
+            )
+            total = len(matching)
+            if "minAvailable" in spec:
+                desired = _int_or_percent(spec["minAvailable"], total, round_up=True)
+            elif "maxUnavailable" in spec:
+                desired = total - _int_or_percent(spec["maxUnavailable"], total, round_up=True)
+            else:
+                continue
+            if healthy - desired <= 0:
+                return False, f"Cannot evict pod as it would violate the pod's disruption budget ({pdb_name})."
+        return True, ""
+
+    def evict(self, namespace: str, name: str, *, grace_period_seconds: int | None = None) -> None:
+        with self._lock:
+            key = (namespace or "default", name)
+            cur = self._bucket("Pod").get(key)
+            if cur is None:
+                raise NotFound(f'pods "{name}" not found')
+            if cur["metadata"].get("deletionTimestamp"):
+                return  # already terminating: the API server accepts and does nothing new
+            ok, why = self._pdb_allows(cur)
+            if not ok:
+                self.refused_evictions.append(f"{key[0]}/{name}")
+                raise TooManyRequests(why, reason="DisruptionBudget")
+            self.evictions.append(f"{key[0]}/{name}")
+            grace = grace_period_seconds
+            if grace is None:
+                grace = int((cur.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+            if not self.graceful_deletion or grace <= 0:
+                self.delete("Pod", name, namespace=key[0])
+                return
+            new = copy.deepcopy(cur)
+            new["metadata"]["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
+            new["metadata"]["deletionGracePeriodSeconds"] = grace
+            self._store("Pod", key, new)
+
+    def reap(self) -> builtins.list[str]:
+        """Delete terminating pods whose grace period has passed; returns their keys."""
+        done: builtins.list[str] = []
+        with self._lock:
+            now = self.clock.now()
+            for (ns, name), pod in list(self._bucket("Pod").items()):
+                ts = pod["metadata"].get("deletionTimestamp")
+                if ts and parse_rfc3339(ts) <= now:
+                    self.delete("Pod", name, namespace=ns)
+                    done.append(f"{ns}/{name}")
+        return done
+
+    def emit_event(self, event: EventRecord) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    # -- informers ----------------------------------------------------------------------------------
+    def informer(
+        self,
+        kind: str,
+        handler: Handler,
+        *,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+    ) -> _MemoryInformer:
+        kind_info(kind)
+        return _MemoryInformer(self, _Sub(kind, handler, namespace, field_selector))
+
+    def _start_informer(self, inf: _MemoryInformer) -> None:
+        with self._lock:
+            for obj in self.list(inf.sub.kind, namespace=inf.sub.namespace, field_selector=inf.sub.field_selector).items:
+                inf.sub.handler(WatchEvent("ADDED", obj))
+            self._subs.append(inf.sub)
+            inf.synced = True
+
+    def _remove_sub(self, sub: _Sub) -> None:
+        with self._lock:
+            if sub in self._subs:
+                self._subs.remove(sub)
+
+
+def _int_or_percent(v: Any, total: int, *, round_up: bool) -> int:
+    if isinstance(v, str) and v.endswith("%"):
+        pct = int(v[:-1])
+        num = pct * total
+        return -(-num // 100) if round_up else num // 100
+    return int(v)

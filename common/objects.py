@@ -1,0 +1,378 @@
+"""Typed, read-only views of the Kubernetes objects Loadwise reads.
+
+Raw API dicts are parsed once here, at the edge; the core only sees these frozen values.  Every
+view keeps ``raw`` for writing back and for anything the view does not model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.clock import parse_rfc3339
+from common.duration import parse_duration
+from common.podspec import pod_limits, pod_requests
+from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class, qos_class
+from common.resources import Resources
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "Taint",
+    "NodeView",
+    "PodView",
+    "PodMetricView",
+    "NodeMetricView",
+    "PodGroupView",
+    "QueueView",
+    "PriorityClassView",
+    "AGGREGATION_TYPES",
+]
+
+GROUP_NAME_ANNOTATION = "scheduling.loadwise.io/group-name"
+VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
+AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _time(raw: Any, field_name: str) -> float | None:
+    if not raw:
+        return None
+    return parse_rfc3339(str(raw), field=field_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> Taint:
+        return cls(str(raw.get("key", "")), str(raw.get("value", "") or ""), str(raw.get("effect", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    allocatable: Resources
+    capacity: Resources
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    ready: bool
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> NodeView:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        name = str(meta.get("name", ""))
+        where = f"Node {name}"
+        capacity = Resources.parse(status.get("capacity"), field=f"{where}: status.capacity")
+        allocatable = Resources.parse(status.get("allocatable"), field=f"{where}: status.allocatable")
+        if not allocatable and capacity:
+            allocatable = capacity
+        ready = True
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        return cls(
+            name=name,
+            uid=str(meta.get("uid", "")),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            allocatable=allocatable,
+            capacity=capacity or allocatable,
+            taints=tuple(Taint.parse(t) for t in spec.get("taints") or []),
+            unschedulable=bool(spec.get("unschedulable", False)),
+            ready=ready,
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    node_name: str
+    phase: str
+    priority: int
+    priority_class_name: str
+    scheduler_name: str
+    qos: QoSClass
+    koord_qos: str
+    priority_class: PriorityClass
+    requests: Resources
+    nonzero_requests: Resources
+    limits: Resources
+    owner_kind: str
+    creation_time: float | None
+    start_time: float | None
+    deleting: bool
+    ready: bool
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    affinity: Mapping[str, Any]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def group_name(self) -> str:
+        """The PodGroup this pod belongs to (annotation), or "" for a group of one."""
+        return self.annotations.get(GROUP_NAME_ANNOTATION) or self.annotations.get(VOLCANO_GROUP_ANNOTATION, "")
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> PodView:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        ns = str(meta.get("namespace", "default") or "default")
+        name = str(meta.get("name", ""))
+        where = f"Pod {ns}/{name}"
+        try:
+            requests = pod_requests(obj)
+            nonzero = pod_requests(obj, non_zero=True)
+            limits = pod_limits(obj)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
+        owner_kind = ""
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller", True):
+                owner_kind = str(ref.get("kind", ""))
+                break
+        ready = False
+        for cond in status.get("conditions") or []:
+            if cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        prio = spec.get("priority")
+        return cls(
+            namespace=ns,
+            name=name,
+            uid=str(meta.get("uid", "")),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+            node_name=str(spec.get("nodeName", "") or ""),
+            phase=str(status.get("phase", "Pending") or "Pending"),
+            priority=int(prio) if prio is not None else 0,
+            priority_class_name=str(spec.get("priorityClassName", "") or ""),
+            scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
+            qos=qos_class(obj),
+            koord_qos=koord_qos(obj),
+            priority_class=pod_priority_class(obj),
+            requests=requests,
+            nonzero_requests=nonzero,
+            limits=limits,
+            owner_kind=owner_kind,
+            creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
+            start_time=_time(status.get("startTime"), f"{where}: status.startTime"),
+            deleting=bool(meta.get("deletionTimestamp")),
+            ready=ready,
+            node_selector=dict(spec.get("nodeSelector") or {}),
+            tolerations=tuple(spec.get("tolerations") or ()),
+            affinity=dict(spec.get("affinity") or {}),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodMetricView:
+    namespace: str
+    name: str
+    usage: Resources
+    priority: str
+    qos: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMetricView:
+    """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (specs/koordinator.md §2)."""
+
+    name: str
+    update_time: float | None
+    node_usage: Resources
+    # duration seconds -> aggregation type -> usage; a type whose map was empty is absent.
+    aggregated: Mapping[float, Mapping[str, Resources]]
+    pods: tuple[PodMetricView, ...]
+    aggregate_duration_seconds: int
+    report_interval_seconds: int
+    durations: tuple[float, ...]
+    node_memory_collect_policy: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> NodeMetricView:
+        meta = _meta(obj)
+        name = str(meta.get("name", ""))
+        where = f"NodeMetric {name}"
+        spec = obj.get("spec") or {}
+        policy = spec.get("metricCollectPolicy") or {}
+        status = obj.get("status") or {}
+        nm = status.get("nodeMetric") or {}
+        node_usage = Resources.parse((nm.get("nodeUsage") or {}).get("resources"), field=f"{where}: nodeUsage")
+        aggregated: dict[float, dict[str, Resources]] = {}
+        for i, entry in enumerate(nm.get("aggregatedNodeUsages") or []):
+            d = parse_duration(entry.get("duration", "0"), field=f"{where}: aggregatedNodeUsages[{i}].duration")
+            per: dict[str, Resources] = {}
+            for agg, rmap in (entry.get("usage") or {}).items():
+                res = Resources.parse((rmap or {}).get("resources"), field=f"{where}: aggregatedNodeUsages[{i}].{agg}")
+                if res:
+                    per[str(agg)] = res
+            aggregated[d] = per
+        pods = []
+        for i, pm in enumerate(status.get("podsMetric") or []):
+            pods.append(
+                PodMetricView(
+                    namespace=str(pm.get("namespace", "")),
+                    name=str(pm.get("name", "")),
+                    usage=Resources.parse((pm.get("podUsage") or {}).get("resources"), field=f"{where}: podsMetric[{i}]"),
+                    priority=str(pm.get("priority", "") or ""),
+                    qos=str(pm.get("qos", "") or ""),
+                )
+            )
+        durations = tuple(
+            parse_duration(d, field=f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
+            for d in ((policy.get("nodeAggregatePolicy") or {}).get("durations") or ["5m", "10m", "30m"])
+        )
+        return cls(
+            name=name,
+            update_time=_time(status.get("updateTime"), f"{where}: status.updateTime"),
+            node_usage=node_usage,
+            aggregated=aggregated,
+            pods=tuple(pods),
+            aggregate_duration_seconds=int(policy.get("aggregateDurationSeconds", 300) or 300),
+            report_interval_seconds=int(policy.get("reportIntervalSeconds", 60) or 60),
+            durations=durations,
+            node_memory_collect_policy=str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupView:
+    """``scheduling.loadwise.io/v1alpha1`` PodGroup with Volcano's v1beta1 field names."""
+
+    namespace: str
+    name: str
+    uid: str
+    min_member: int
+    min_task_member: Mapping[str, int]
+    min_resources: Resources
+    queue: str
+    priority_class_name: str
+    phase: str
+    creation_time: float | None
+    annotations: Mapping[str, str]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> PodGroupView:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        ns = str(meta.get("namespace", "default") or "default")
+        name = str(meta.get("name", ""))
+        where = f"PodGroup {ns}/{name}"
+        min_member = int(spec.get("minMember", 1) if spec.get("minMember") is not None else 1)
+        if min_member < 0:
+            raise ValueError(f"{where}: spec.minMember must be >= 0")
+        return cls(
+            namespace=ns,
+            name=name,
+            uid=str(meta.get("uid", "")),
+            min_member=min_member,
+            min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+            min_resources=Resources.parse(spec.get("minResources"), field=f"{where}: spec.minResources"),
+            queue=str(spec.get("queue", "default") or "default"),
+            priority_class_name=str(spec.get("priorityClassName", "") or ""),
+            phase=str(status.get("phase", "Pending") or "Pending"),
+            creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
+            annotations=dict(meta.get("annotations") or {}),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """``scheduling.loadwise.io/v1alpha1`` Queue with Volcano's field names."""
+
+    name: str
+    weight: int
+    capability: Resources
+    deserved: Resources
+    guarantee: Resources
+    reclaimable: bool
+    priority: int
+    parent: str
+    state: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> QueueView:
+        meta = _meta(obj)
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        name = str(meta.get("name", ""))
+        where = f"Queue {name}"
+        weight = int(spec.get("weight", 1) if spec.get("weight") is not None else 1)
+        if weight < 0:
+            raise ValueError(f"{where}: spec.weight must be >= 0")
+        return cls(
+            name=name,
+            weight=weight,
+            capability=Resources.parse(spec.get("capability"), field=f"{where}: spec.capability"),
+            deserved=Resources.parse(spec.get("deserved"), field=f"{where}: spec.deserved"),
+            guarantee=Resources.parse((spec.get("guarantee") or {}).get("resource"), field=f"{where}: spec.guarantee.resource"),
+            reclaimable=bool(spec.get("reclaimable", True) if spec.get("reclaimable") is not None else True),
+            priority=int(spec.get("priority", 0) or 0),
+            parent=str(spec.get("parent", "") or ""),
+            state=str(status.get("state", "Open") or "Open"),
+            raw=obj,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassView:
+    name: str
+    value: int
+    global_default: bool
+    preemption_policy: str
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def parse(cls, obj: Mapping[str, Any]) -> PriorityClassView:
+        return cls(
+            name=str(_meta(obj).get("name", "")),
+            value=int(obj.get("value", 0) or 0),
+            global_default=bool(obj.get("globalDefault", False)),
+            preemption_policy=str(obj.get("preemptionPolicy", "PreemptLowerPriority") or "PreemptLowerPriority"),
+            raw=obj,
+        )

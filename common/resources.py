@@ -1,0 +1,182 @@
+"""Resource vectors over arbitrary resource names, in integer base units.
+
+CPU (and the ``*-cpu`` batch/mid names) is held in millicores; everything else in its integer base
+unit (bytes, pods, devices).  ``Resources`` is an immutable mapping; missing names read as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from fractions import Fraction
+from typing import Any
+
+from common.quantity import format_bytes, format_int, format_milli, milli_value, value
+
+__all__ = [
+    "CPU",
+    "MEMORY",
+    "PODS",
+    "EPHEMERAL_STORAGE",
+    "Resources",
+    "is_milli_resource",
+    "is_byte_resource",
+    "is_scalar_resource",
+]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
+def is_milli_resource(name: str) -> bool:
+    """Names whose quantities are stored in millicores.
+
+    Koordinator's ``batch-cpu``/``mid-cpu`` are already written as milli-core integers in pod
+    specs (``"500"`` means 500m), so they are read as plain integers but still mean millicores.
+    """
+    return name == CPU
+
+
+def is_byte_resource(name: str) -> bool:
+    return name in (MEMORY, EPHEMERAL_STORAGE) or name.startswith("hugepages-") or name.endswith("-memory")
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Extended, hugepages and attachable-volume resources (kube's "scalar" resources)."""
+    return name not in (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
+
+
+def _parse_one(name: str, raw: Any, field: str) -> int:
+    if is_milli_resource(name):
+        return milli_value(raw, field=field)
+    return value(raw, field=field)
+
+
+class Resources(Mapping[str, int]):
+    """An immutable vector of named integer quantities.  Zero entries are dropped."""
+
+    __slots__ = ("_d", "_hash")
+
+    def __init__(self, values: Mapping[str, int] | Iterable[tuple[str, int]] | None = None, **kw: int) -> None:
+        d: dict[str, int] = {}
+        if values is not None:
+            items = values.items() if isinstance(values, Mapping) else values
+            for k, v in items:
+                if v:
+                    d[k] = int(v)
+        for k, v in kw.items():
+            if v:
+                d[k] = int(v)
+        self._d = d
+        self._hash: int | None = None
+
+    # -- construction -----------------------------------------------------------------------------
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any] | None, *, field: str = "resources") -> Resources:
+        """From a Kubernetes ResourceList (``{"cpu": "250m", "memory": "1Gi"}``)."""
+        if not raw:
+            return EMPTY
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"{field}: expected a map of resource name to quantity")
+        return cls({str(k): _parse_one(str(k), v, f"{field}.{k}") for k, v in raw.items()})
+
+    @classmethod
+    def of(cls, cpu: int = 0, memory: int = 0, pods: int = 0, **extra: int) -> Resources:
+        return cls({CPU: cpu, MEMORY: memory, PODS: pods, **extra})
+
+    def to_kube(self) -> dict[str, str]:
+        """Back to a ResourceList with Kubernetes' canonical formatting."""
+        out: dict[str, str] = {}
+        for k in sorted(self._d):
+            v = self._d[k]
+            if is_milli_resource(k):
+                out[k] = format_milli(v)
+            elif is_byte_resource(k):
+                out[k] = format_bytes(v)
+            else:
+                out[k] = format_int(v)
+        return out
+
+    # -- Mapping ------------------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> int:
+        return self._d.get(key, 0)
+
+    def get(self, key: str, default: Any = 0) -> Any:  # type: ignore[override]
+        return self._d.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._d
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return f"Resources({self._d!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            return self._d == other._d
+        if isinstance(other, Mapping):
+            return self._d == {k: v for k, v in other.items() if v}
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._d.items()))
+        return self._hash
+
+    # -- arithmetic ---------------------------------------------------------------------------------
+    def __add__(self, other: Mapping[str, int]) -> Resources:
+        d = dict(self._d)
+        for k, v in other.items():
+            d[k] = d.get(k, 0) + v
+        return Resources(d)
+
+    def __sub__(self, other: Mapping[str, int]) -> Resources:
+        d = dict(self._d)
+        for k, v in other.items():
+            d[k] = d.get(k, 0) - v
+        return Resources(d)
+
+    def scale(self, factor: float | Fraction) -> Resources:
+        """Multiply every entry, truncating toward zero."""
+        return Resources({k: int(v * factor) for k, v in self._d.items()})
+
+    def max(self, other: Mapping[str, int]) -> Resources:
+        keys = set(self._d) | set(other)
+        return Resources({k: max(self[k], other.get(k, 0)) for k in keys})
+
+    def min(self, other: Mapping[str, int]) -> Resources:
+        keys = set(self._d) | set(other)
+        return Resources({k: min(self[k], other.get(k, 0)) for k in keys})
+
+    def clamp_nonnegative(self) -> Resources:
+        return Resources({k: v for k, v in self._d.items() if v > 0})
+
+    def only(self, names: Iterable[str]) -> Resources:
+        names = set(names)
+        return Resources({k: v for k, v in self._d.items() if k in names})
+
+    # -- comparison ---------------------------------------------------------------------------------
+    def fits_in(self, capacity: Mapping[str, int]) -> bool:
+        """Every entry of ``self`` is at most the same entry of ``capacity``."""
+        return all(v <= capacity.get(k, 0) for k, v in self._d.items())
+
+    def insufficient(self, free: Mapping[str, int]) -> list[str]:
+        """Names whose request exceeds ``free``, in sorted order."""
+        return sorted(k for k, v in self._d.items() if v > free.get(k, 0))
+
+    def less_equal(self, other: Mapping[str, int]) -> bool:
+        return self.fits_in(other)
+
+    def is_zero(self) -> bool:
+        return not self._d
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self._d)
+
+
+EMPTY = Resources()

@@ -1,0 +1,5 @@
+import sys
+
+from loadwise.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The session-based scheduler: cache -> session -> actions -> plugins -> binder; explain."""
