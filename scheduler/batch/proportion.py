@@ -32,6 +32,10 @@ __all__ = [
     "overused",
     "allocatable",
     "reclaim_victims",
+    "inqueue_reserved",
+    "elastic",
+    "enqueue_shortfall",
+    "quota_message",
     "MAX_ROUNDS",
 ]
 
@@ -151,3 +155,35 @@ def reclaim_victims(
         running[queue] = current - request
         chosen.append(index)
     return chosen
+
+
+def inqueue_reserved(min_resources: Mapping[str, int], job_allocated: Mapping[str, int]) -> Resources:
+    """Resources an admitted job still holds in reserve: minResources not yet covered by its allocation."""
+    return Resources({k: v - job_allocated.get(k, 0) for k, v in min_resources.items() if v > job_allocated.get(k, 0)})
+
+
+def elastic(job_allocated: Mapping[str, int], min_resources: Mapping[str, int]) -> Resources:
+    """What a job holds beyond its minResources (``Elastic``)."""
+    return exceeded_part(job_allocated, min_resources)
+
+
+def enqueue_shortfall(
+    min_resources: Mapping[str, int],
+    allocated: Mapping[str, int],
+    inqueue: Mapping[str, int],
+    elastic_total: Mapping[str, int],
+    real_cap: Mapping[str, int],
+) -> list[str]:
+    """Dimensions blocking admission: ``minResources + allocated + inqueue − elastic`` over real capability.
+
+    Empty when the job may be enqueued (always so without minResources).
+    """
+    if not min_resources:
+        return []
+    wanted = sum_resources((min_resources, allocated, inqueue)) - elastic_total
+    return exceeding_requested(wanted, real_cap, min_resources)
+
+
+def quota_message(dimensions: Iterable[str]) -> str:
+    """PodGroup event text when a queue's quota rejects admission."""
+    return "queue resource quota insufficient: " + ", ".join(f"insufficient {d}" for d in dimensions)
