@@ -24,6 +24,9 @@ __all__ = [
     "allocatable",
     "preemptive",
     "reclaim_victims",
+    "hierarchical_allocatable",
+    "capacity_queue_order",
+    "common_depth",
 ]
 
 ROOT = "root"
@@ -193,3 +196,55 @@ def reclaim_victims(
             running[queue] = after
             chosen.append(index)
     return chosen
+
+
+def hierarchical_allocatable(
+    leaf: str,
+    limits: Mapping[str, QueueLimits],
+    allocated: Mapping[str, Mapping[str, int]],
+    request: Mapping[str, int],
+) -> tuple[str, list[str]] | None:
+    """First queue on the leaf's path (leaf upward) whose real capability ``request`` would exceed.
+
+    ``allocated`` must hold every queue's allocation including its descendants'.  Returns
+    ``(queue, dimensions)`` or None when the leaf and all its ancestors have room.  Inner queues
+    never allocate directly.
+    """
+    lim = limits[leaf]
+    if not lim.leaf:
+        return leaf, ["queue is not a leaf"]
+    for name in reversed(lim.path):
+        if name == ROOT:
+            continue
+        over = allocatable(allocated.get(name, {}), request, limits[name].real_capability)
+        if over:
+            return name, over
+    return None
+
+
+def capacity_queue_order(
+    left: tuple[int, float, bool], right: tuple[int, float, bool]
+) -> int:
+    """Order by (priority, share, deserved non-empty): higher priority, smaller share, then quota'd first.
+
+    Each argument is ``(spec.priority, share, has_deserved)``; -1 means ``left`` goes first.
+    """
+    lp, ls, ld = left
+    rp, rs, rd = right
+    if lp != rp:
+        return -1 if lp > rp else 1
+    if ls != rs:
+        return -1 if ls < rs else 1
+    if ld != rd:
+        return -1 if ld else 1
+    return 0
+
+
+def common_depth(left: QueueLimits, right: QueueLimits) -> int:
+    """Length of the shared path prefix (victimQueueOrder prefers deeper shared ancestors)."""
+    depth = 0
+    for a, b in zip(left.path, right.path, strict=False):
+        if a != b:
+            break
+        depth += 1
+    return depth

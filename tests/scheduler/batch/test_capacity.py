@@ -9,8 +9,11 @@ from scheduler.batch.capacity import (
     QueueLimits,
     QueueQuota,
     allocatable,
+    capacity_queue_order,
     capacity_share,
+    common_depth,
     compute_limits,
+    hierarchical_allocatable,
     preemptive,
     reclaim_victims,
 )
@@ -92,3 +95,30 @@ def test_hierarchy_errors() -> None:
         compute_limits(TOTAL, [QueueQuota("a", parent="nope")], hierarchy=True)
     with pytest.raises(HierarchyError, match="cycle"):
         compute_limits(TOTAL, [QueueQuota("a", parent="b"), QueueQuota("b", parent="a")], hierarchy=True)
+
+
+def test_hierarchical_allocatable_checks_ancestors() -> None:
+    limits = compute_limits(TOTAL, [
+        QueueQuota("eng", capability=R(cpu=4000)),
+        QueueQuota("dev", parent="eng", capability=R(cpu=800)),
+        QueueQuota("prod", parent="eng"),
+    ], hierarchy=True)
+    allocated = {"eng": R(cpu=3500), "dev": R(cpu=500), "prod": R(cpu=3000)}
+    assert hierarchical_allocatable("dev", limits, allocated, R(cpu=300)) is None
+    assert hierarchical_allocatable("dev", limits, allocated, R(cpu=400)) == ("dev", ["cpu"])
+    assert hierarchical_allocatable("prod", limits, allocated, R(cpu=600)) == ("eng", ["cpu"])
+    allocated2 = {"eng": R(cpu=3500), "dev": R(cpu=0), "prod": R(cpu=3500)}
+    limits2 = {**limits, "dev": QueueLimits("dev", R(), R(), R(cpu=9000), (ROOT, "eng", "dev"), True)}
+    assert hierarchical_allocatable("dev", limits2, allocated2, R(cpu=1000)) == ("eng", ["cpu"])
+    assert hierarchical_allocatable("eng", limits, allocated, R(cpu=1)) == ("eng", ["queue is not a leaf"])
+
+
+def test_queue_order_and_depth() -> None:
+    assert capacity_queue_order((1, 0.9, True), (0, 0.1, True)) == -1
+    assert capacity_queue_order((0, 0.2, False), (0, 0.5, True)) == -1
+    assert capacity_queue_order((0, 0.5, False), (0, 0.5, True)) == 1
+    assert capacity_queue_order((0, 0.5, True), (0, 0.5, True)) == 0
+    a = QueueLimits("a", R(), R(), R(), (ROOT, "eng", "a"), True)
+    b = QueueLimits("b", R(), R(), R(), (ROOT, "eng", "b"), True)
+    c = QueueLimits("c", R(), R(), R(), (ROOT, "c"), True)
+    assert common_depth(a, b) == 2 and common_depth(a, c) == 1
