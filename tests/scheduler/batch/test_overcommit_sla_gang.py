@@ -61,3 +61,18 @@ def test_gang_order_validity_and_message() -> None:
     assert err is not None and err[0] == NOT_ENOUGH_PODS_OF_TASK
     msg = unschedulable_message(4, 1, 4, "0/2 nodes are available: 2 Insufficient cpu.")
     assert msg == "3/4 tasks in gang unschedulable: 0/2 nodes are available: 2 Insufficient cpu."
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_gang_victims_never_break_a_gang(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    jobs = {f"j{i}": GangJob(ready=rng.randint(0, 6), min_available=rng.randint(1, 4)) for i in range(rng.randint(1, 4))}
+    preemptees = [job for job, info in jobs.items() for _ in range(info.ready)]
+    rng.shuffle(preemptees)
+    chosen = gang_victims(preemptees, jobs)
+    for job, info in jobs.items():
+        taken = sum(1 for i in chosen if preemptees[i] == job)
+        assert taken == max(0, info.ready - info.min_available)
+        assert info.ready - taken >= min(info.ready, info.min_available)
