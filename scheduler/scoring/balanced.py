@@ -1,0 +1,89 @@
+"""NodeResourcesBalancedAllocation (specs/kube-scoring.md §5): std-based balance on real requests, float64 with
+Go truncation; v1.36 scores the change in balance, ≤ v1.35 (Volcano/Koordinator) the balance with the pod.
+
+Inputs per node and resource (int64): ``allocatable[n, k]``, ``node_requested[n, k]`` (real requests of bound pods)
+and the pod's real request ``pod_request[k]``; ``active[k]`` False for scalar resources the pod does not request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["balance_score", "balanced_allocation", "balance_ref", "balanced_allocation_ref"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def balance_score(allocatable: IntArray, requested: IntArray, active: BoolArray) -> IntArray:
+    """B(req, alloc) per node: int((1 - std) * 100) over kept resources (alloc > 0, active)."""
+    n, k = allocatable.shape
+    kept = (allocatable > 0) & active[np.newaxis, :]
+    safe = np.where(kept, allocatable, 1).astype(np.float64)
+    frac = np.where(kept, np.minimum(requested.astype(np.float64) / safe, 1.0), 0.0)
+    count = kept.sum(axis=1)
+    # mean and variance summed sequentially in resource order, as Go does
+    total = np.zeros(n, dtype=np.float64)
+    for j in range(k):
+        total = total + frac[:, j]
+    mean = total / np.maximum(count, 1).astype(np.float64)
+    var = np.zeros(n, dtype=np.float64)
+    for j in range(k):
+        d = np.where(kept[:, j], frac[:, j] - mean, 0.0)
+        var = var + d * d
+    std = np.sqrt(var / np.maximum(count, 1).astype(np.float64))
+    if k:
+        rows = np.arange(n)
+        first = frac[rows, np.argmax(kept, axis=1)]
+        last = frac[rows, k - 1 - np.argmax(kept[:, ::-1], axis=1)]
+        std = np.where(count == 2, np.abs((first - last) / 2.0), std)
+    std = np.where(count <= 1, 0.0, std)
+    return np.trunc((1.0 - std) * 100.0).astype(np.int64)
+
+
+def balanced_allocation(
+    allocatable: IntArray, node_requested: IntArray, pod_request: IntArray, active: BoolArray, *, delta: bool = True
+) -> IntArray | None:
+    """Scores per node, or None when the pod requests none of the configured resources (BestEffort skip, v1.33+)."""
+    if not np.any(pod_request[active] != 0):
+        return None
+    with_pod = balance_score(allocatable, node_requested + pod_request[np.newaxis, :], active)
+    if not delta:
+        return with_pod
+    without = balance_score(allocatable, node_requested, active)
+    return (50 + (50 + with_pod - without) // 2).astype(np.int64)
+
+
+def balance_ref(items: Sequence[tuple[int, int]]) -> int:
+    """Scalar B over (allocatable, requested) pairs, skipping allocatable 0."""
+    f = [min(float(r) / float(a), 1.0) for a, r in items if a > 0]
+    if len(f) <= 1:
+        std = 0.0
+    elif len(f) == 2:
+        std = abs((f[0] - f[1]) / 2)
+    else:
+        mean = 0.0
+        for x in f:
+            mean += x
+        mean /= len(f)
+        var = 0.0
+        for x in f:
+            var += (x - mean) ** 2
+        std = math.sqrt(var / len(f))
+    return int((1 - std) * 100)
+
+
+def balanced_allocation_ref(items: Sequence[tuple[int, int, int]], *, delta: bool = True) -> int | None:
+    """Scalar version over (allocatable, node_requested, pod_request) of the active resources."""
+    if all(p == 0 for _, _, p in items):
+        return None
+    b_with = balance_ref([(a, r + p) for a, r, p in items])
+    if not delta:
+        return b_with
+    b_without = balance_ref([(a, r) for a, r, _ in items])
+    return 50 + (50 + b_with - b_without) // 2
