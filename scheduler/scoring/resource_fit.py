@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.config import ConfigError
-from common.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from common.resources import CPU, MEMORY, is_scalar_resource
 
 from .gomath import go_div, go_div_array, go_round, go_round_array
 
@@ -29,7 +29,6 @@ __all__ = [
     "ShapePoint",
     "ScoringStrategy",
     "parse_scoring_strategy",
-    "is_scalar_resource",
     "active_resources",
     "least_allocated",
     "most_allocated",
@@ -146,11 +145,6 @@ def parse_scoring_strategy(raw: Any, *, source: str = "", field: str = "scoringS
             parsed.append(ShapePoint(u, s))
         shape = tuple(parsed)
     return ScoringStrategy(kind, resources, shape)
-
-
-def is_scalar_resource(name: str) -> bool:
-    """Extended, hugepages and attachable-volume resources — skipped when the pod does not request them (§3)."""
-    return name not in (CPU, MEMORY, EPHEMERAL_STORAGE, "pods")
 
 
 def active_resources(names: Sequence[str], pod_request: Mapping[str, int]) -> BoolArray:

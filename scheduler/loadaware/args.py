@@ -1,0 +1,183 @@
+"""LoadAwareScheduling arguments: JSON names, defaulting order and validation of specs/koordinator.md §1.1."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.config import ConfigError
+from common.duration import parse_duration
+from common.resources import CPU, MEMORY
+
+__all__ = ["AGGREGATION_TYPES", "AggregatedArgs", "LoadAwareArgs", "parse_loadaware_args"]
+
+AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
+DEFAULT_WEIGHTS = {CPU: 1, MEMORY: 1}
+DEFAULT_THRESHOLDS = {CPU: 65, MEMORY: 95}
+DEFAULT_SCALING = {CPU: 85, MEMORY: 70}
+
+
+@dataclass(frozen=True, slots=True)
+class AggregatedArgs:
+    usage_thresholds: Mapping[str, int] = field(default_factory=dict)
+    usage_aggregation_type: str = ""
+    usage_aggregated_duration: float = 0.0
+    score_aggregation_type: str = ""
+    score_aggregated_duration: float = 0.0
+
+    @property
+    def filter_enabled(self) -> bool:
+        """The plugin-level aggregated profile exists only with thresholds and a type (§1.6 step 2)."""
+        return bool(self.usage_thresholds) and bool(self.usage_aggregation_type)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadAwareArgs:
+    filter_expired_node_metrics: bool = True
+    node_metric_expiration_seconds: int = 180
+    enable_schedule_when_node_metrics_expired: bool = False
+    resource_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    dominant_resource_weight: int = 0
+    usage_thresholds: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    prod_usage_thresholds: Mapping[str, int] = field(default_factory=dict)
+    prod_usage_include_sys: bool = False
+    score_according_prod_usage: bool = False
+    estimator: str = ""
+    estimated_scaling_factors: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCALING))
+    estimated_seconds_after_pod_scheduled: int | None = None
+    estimated_seconds_after_initialized: int | None = None
+    allow_customize_estimation: bool = False
+    aggregated: AggregatedArgs = field(default_factory=AggregatedArgs)
+    supported_resources: tuple[str, ...] = ()
+    respect_waterlines: bool = True
+    waterline_margin: int = 5
+
+    @property
+    def resource_names(self) -> tuple[str, ...]:
+        """The sorted resource vector (§1.2): cpu, memory and every name any argument mentions."""
+        names = {CPU, MEMORY}
+        for m in (self.usage_thresholds, self.prod_usage_thresholds, self.aggregated.usage_thresholds,
+                  self.resource_weights, self.estimated_scaling_factors):
+            names.update(m)
+        names.update(self.supported_resources)
+        return tuple(sorted(names))
+
+
+def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
+    v = raw.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise ConfigError(f"must be true or false, got {v!r}", field=key, source=source)
+    return v
+
+
+def _int(v: Any, key: str, source: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+        raise ConfigError(f"must be an integer, got {v!r}", field=key, source=source)
+    return int(v)
+
+
+def _int_map(raw: Any, key: str, source: str, lo: int | None, hi: int | None) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a map of resource name to integer", field=key, source=source)
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        v = _int(value, f"{key}.{name}", source)
+        if lo is not None and hi is not None and not lo <= v <= hi:
+            raise ConfigError(f"must be in {lo}..{hi}, got {v}", field=f"{key}.{name}", source=source)
+        out[str(name)] = v
+    return out
+
+
+def _agg_type(raw: Mapping[str, Any], key: str, source: str) -> str:
+    v = raw.get(key) or ""
+    if v and v not in AGGREGATION_TYPES:
+        raise ConfigError(f"must be one of {', '.join(AGGREGATION_TYPES)}, got {v!r}", field=f"aggregated.{key}",
+                          source=source)
+    return str(v)
+
+
+def _duration(raw: Mapping[str, Any], key: str, source: str) -> float:
+    v = raw.get(key)
+    if v is None or v == "":
+        return 0.0
+    try:
+        d = parse_duration(v, field=f"aggregated.{key}")
+    except ValueError as e:
+        raise ConfigError(str(e), field=f"aggregated.{key}", source=source) from e
+    if d < 0:
+        raise ConfigError(f"must be >= 0, got {v!r}", field=f"aggregated.{key}", source=source)
+    return d
+
+
+def _opt_int(raw: Mapping[str, Any], key: str, source: str) -> int | None:
+    v = raw.get(key)
+    return None if v is None else _int(v, key, source)
+
+
+def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaware arguments") -> LoadAwareArgs:
+    """Apply Koordinator's v1 defaulting then validation; errors name the JSON field."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping", source=source)
+    expiration = raw.get("nodeMetricExpirationSeconds")
+    expiration_s = 180 if expiration is None else _int(expiration, "nodeMetricExpirationSeconds", source)
+    if expiration_s <= 0:
+        raise ConfigError(f"must be > 0, got {expiration_s}", field="nodeMetricExpirationSeconds", source=source)
+    dominant = _int(raw.get("dominantResourceWeight", 0) or 0, "dominantResourceWeight", source)
+    if not 0 <= dominant <= 100:
+        raise ConfigError(f"must be in 0..100, got {dominant}", field="dominantResourceWeight", source=source)
+    weights = _int_map(raw.get("resourceWeights"), "resourceWeights", source, 1, 100)
+    if not weights and dominant == 0:
+        weights = dict(DEFAULT_WEIGHTS)
+    thresholds = _int_map(raw.get("usageThresholds"), "usageThresholds", source, 0, 100)
+    if not thresholds:  # only an EMPTY map is defaulted; {memory: 0} disables filtering
+        thresholds = dict(DEFAULT_THRESHOLDS)
+    scaling = _int_map(raw.get("estimatedScalingFactors"), "estimatedScalingFactors", source, 1, 100)
+    for k, v in DEFAULT_SCALING.items():
+        scaling.setdefault(k, v)
+    for name in weights:
+        if name not in scaling:
+            raise ConfigError(f"resource {name!r} has a weight but no estimatedScalingFactors entry",
+                              field=f"resourceWeights.{name}", source=source)
+    agg_raw = raw.get("aggregated") or {}
+    if not isinstance(agg_raw, Mapping):
+        raise ConfigError("must be a mapping", field="aggregated", source=source)
+    aggregated = AggregatedArgs(
+        usage_thresholds=_int_map(agg_raw.get("usageThresholds"), "aggregated.usageThresholds", source, 0, 100),
+        usage_aggregation_type=_agg_type(agg_raw, "usageAggregationType", source),
+        usage_aggregated_duration=_duration(agg_raw, "usageAggregatedDuration", source),
+        score_aggregation_type=_agg_type(agg_raw, "scoreAggregationType", source),
+        score_aggregated_duration=_duration(agg_raw, "scoreAggregatedDuration", source),
+    )
+    supported = raw.get("supportedResources") or []
+    if not isinstance(supported, list) or not all(isinstance(s, str) for s in supported):
+        raise ConfigError("must be a list of resource names", field="supportedResources", source=source)
+    margin = _int(raw.get("waterlineMargin", 5), "waterlineMargin", source)
+    if not 0 <= margin <= 100:
+        raise ConfigError(f"must be in 0..100, got {margin}", field="waterlineMargin", source=source)
+    estimator = raw.get("estimator") or ""
+    return LoadAwareArgs(
+        filter_expired_node_metrics=_bool(raw, "filterExpiredNodeMetrics", True, source),
+        node_metric_expiration_seconds=expiration_s,
+        enable_schedule_when_node_metrics_expired=_bool(raw, "enableScheduleWhenNodeMetricsExpired", False, source),
+        resource_weights=weights,
+        dominant_resource_weight=dominant,
+        usage_thresholds=thresholds,
+        prod_usage_thresholds=_int_map(raw.get("prodUsageThresholds"), "prodUsageThresholds", source, None, None),
+        prod_usage_include_sys=_bool(raw, "prodUsageIncludeSys", False, source),
+        score_according_prod_usage=_bool(raw, "scoreAccordingProdUsage", False, source),
+        estimator=str(estimator),
+        estimated_scaling_factors=scaling,
+        estimated_seconds_after_pod_scheduled=_opt_int(raw, "estimatedSecondsAfterPodScheduled", source),
+        estimated_seconds_after_initialized=_opt_int(raw, "estimatedSecondsAfterInitialized", source),
+        allow_customize_estimation=_bool(raw, "allowCustomizeEstimation", False, source),
+        aggregated=aggregated,
+        supported_resources=tuple(supported),
+        respect_waterlines=_bool(raw, "respectWaterlines", True, source),
+        waterline_margin=margin,
+    )

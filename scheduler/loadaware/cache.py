@@ -1,0 +1,192 @@
+"""Assigned-pod cache and the per-node "existing load" sums (specs/koordinator.md §1.5, §1.8).
+
+Pods bound or reserved to a node are estimated until the node agent's NodeMetric reflects them, so a burst of
+pods in one session does not pile onto the node whose (stale) metric looks idlest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from common.clock import parse_rfc3339
+from common.objects import NodeMetricView, PodView
+from common.qos import PriorityClass
+from common.resources import Resources
+
+from .args import LoadAwareArgs
+from .estimator import estimate_pod, estimate_vector
+
+__all__ = ["AssignedPod", "AssignedPodCache", "NodeLoad", "node_load", "existing_load", "assigned_pod"]
+
+AFTER_INIT_ANNOTATION = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
+AFTER_SCHED_ANNOTATION = "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class AssignedPod:
+    key: str  # namespace/name: NodeMetric pod entries are keyed this way, not by UID
+    node: str
+    estimate: tuple[int, ...]  # in the args' resource vector order; all zero = absent
+    is_prod: bool
+    timestamp: float
+    deadline: float | None
+
+    @property
+    def has_estimate(self) -> bool:
+        return any(self.estimate)
+
+
+def _condition_time(pod: PodView, kind: str) -> float | None:
+    for cond in (pod.raw.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind and cond.get("status") == "True" and cond.get("lastTransitionTime"):
+            try:
+                t = parse_rfc3339(str(cond["lastTransitionTime"]), field=f"pod {pod.key} condition {kind}")
+            except ValueError:
+                return None
+            return t if t > 0 else None
+    return None
+
+
+def _seconds(pod: PodView, annotation: str, default: int | None, allow: bool) -> int | None:
+    if allow and annotation in pod.annotations:
+        try:
+            v = int(pod.annotations[annotation])
+        except ValueError:
+            v = -1
+        if v >= 0:
+            return v
+    return default
+
+
+def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> AssignedPod:
+    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time)."""
+    names = args.resource_names
+    est = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
+    scheduled = _condition_time(pod, "PodScheduled")
+    timestamp = scheduled if scheduled is not None else now
+    after_init = _seconds(pod, AFTER_INIT_ANNOTATION, args.estimated_seconds_after_initialized,
+                          args.allow_customize_estimation)
+    after_sched = _seconds(pod, AFTER_SCHED_ANNOTATION, args.estimated_seconds_after_pod_scheduled,
+                           args.allow_customize_estimation)
+    initialized = _condition_time(pod, "Initialized")
+    deadline: float | None = None
+    if after_init and after_init > 0 and initialized is not None:
+        deadline = initialized + after_init
+    elif after_sched and after_sched > 0:
+        deadline = timestamp + after_sched
+    return AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
+                       pod.priority_class == PriorityClass.PROD, timestamp, deadline)
+
+
+class AssignedPodCache:
+    """Per node: the pods the scheduler knows are there (bound or reserved). Mutable; owned by one plugin."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, AssignedPod]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def add(self, entry: AssignedPod) -> None:
+        self.remove(entry.key)
+        self._by_node.setdefault(entry.node, {})[entry.key] = entry
+        self._node_of[entry.key] = entry.node
+
+    def remove(self, key: str) -> AssignedPod | None:
+        node = self._node_of.pop(key, None)
+        if node is None:
+            return None
+        return self._by_node.get(node, {}).pop(key, None)
+
+    def pods_on(self, node: str) -> Iterable[AssignedPod]:
+        return self._by_node.get(node, {}).values()
+
+    def get(self, key: str) -> AssignedPod | None:
+        node = self._node_of.get(key)
+        return None if node is None else self._by_node[node].get(key)
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLoad:
+    """The sums of §1.5 for one node, as vectors in the args' resource order."""
+
+    node_usage: IntArray | None
+    aggregated: Mapping[tuple[str, float], IntArray]
+    prod_usage: IntArray
+    node_delta: IntArray
+    prod_delta: IntArray
+    node_estimated: IntArray
+
+
+def _vec(res: Mapping[str, int], names: Sequence[str]) -> IntArray:
+    return np.array([res.get(n, 0) for n in names], dtype=np.int64)
+
+
+def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwareArgs) -> NodeLoad:
+    names = args.resource_names
+    k = len(names)
+    has_status = bool((metric.raw.get("status") or {}).get("nodeMetric"))
+    node_usage = _vec(metric.node_usage, names) if has_status else None
+    aggregated: dict[tuple[str, float], IntArray] = {}
+    longest: dict[str, float] = {}
+    for duration, per in metric.aggregated.items():
+        for kind, res in per.items():
+            aggregated[(kind, duration)] = _vec(res, names)
+            if duration >= longest.get(kind, -1.0):
+                longest[kind] = duration
+    for kind, duration in longest.items():
+        aggregated[(kind, 0.0)] = aggregated[(kind, duration)]
+    pod_usage = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
+    prod_reported = {key for key, p in pod_usage.items() if p.priority == PriorityClass.PROD.value}
+    prod_usage = np.zeros(k, dtype=np.int64)
+    if args.prod_usage_include_sys:
+        sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
+        prod_usage = prod_usage + _vec(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
+    node_delta = np.zeros(k, dtype=np.int64)
+    prod_delta = np.zeros(k, dtype=np.int64)
+    node_estimated = np.zeros(k, dtype=np.int64)
+    update = metric.update_time
+    interval = float(metric.report_interval_seconds or 60)
+    for p in pods:
+        reported = pod_usage.get(p.key)
+        u = None if reported is None else _vec(reported.usage, names)
+        active = p.is_prod and p.key in prod_reported
+        if active and u is not None:
+            prod_usage = prod_usage + u
+        if not p.has_estimate:
+            continue
+        e = np.array(p.estimate, dtype=np.int64)
+        estimate_it = (u is None or update is None or p.timestamp > update - interval
+                       or (p.deadline is not None and p.deadline > update))
+        if estimate_it:
+            node_delta = node_delta + np.maximum(0, e - (0 if u is None else u))
+        node_estimated = node_estimated + e
+        if p.is_prod:
+            if not active and u is not None:
+                u, estimate_it = None, True
+            if estimate_it:
+                prod_delta = prod_delta + np.maximum(0, e - (0 if u is None else u))
+    return NodeLoad(node_usage, aggregated, prod_usage, node_delta, prod_delta, node_estimated)
+
+
+def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:
+    """Existing load for Filter/Score (§1.5 end); None when ``status.nodeMetric`` is absent for a non-prod query."""
+    if prod:
+        return load.prod_usage + load.prod_delta
+    if agg_type:
+        base = load.aggregated.get((agg_type, agg_duration))
+        if base is None and agg_duration == 0:
+            base = load.node_usage
+        if base is not None:
+            return base + load.node_delta
+        return load.node_estimated
+    if load.node_usage is None:
+        return None
+    return load.node_usage + load.node_delta

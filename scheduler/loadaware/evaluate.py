@@ -1,0 +1,229 @@
+"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (specs/koordinator.md §1.6-1.7).
+
+Everything that depends only on the node (threshold profile, existing load, metric freshness) is precomputed into
+``[n, k]`` matrices when the session opens; a pod then costs a handful of NumPy operations over every node.
+``reserve``/``unreserve`` refresh one node's rows from the assigned-pod cache, so pods placed earlier in the same
+session count against their node (burst safety).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import NodeMetricView
+
+from .args import LoadAwareArgs
+from .cache import AssignedPod, AssignedPodCache, existing_load, node_load
+from .profile import ThresholdProfile, effective_profile, plugin_profile
+
+__all__ = ["EXPIRED_REASON", "LoadFilter", "NodeThresholds", "LoadAwareState", "is_expired"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+EXPIRED_REASON = "node(s) nodeMetric expired"
+
+
+def is_expired(update_time: float | None, now: float, expiration_seconds: int) -> bool:
+    """Expired when never updated, or ``now - updateTime >= expiration`` (note ``>=``)."""
+    return update_time is None or (expiration_seconds > 0 and now - update_time >= expiration_seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeThresholds:
+    """Which thresholds applied on one node for one pod — what ``explain`` prints."""
+
+    kind: str  # "usage", "prod usage", "aggregated usage (p95, 300s)"
+    source: str  # "plugin", "node annotation"
+    thresholds: Mapping[str, int]
+    waterline_caps: Mapping[str, int]
+    used_percent: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadFilter:
+    mask: BoolArray  # True = passes
+    failed_resource: IntArray  # resource index of the first failing resource, -1 if none/other reason
+    reason_code: IntArray  # 0 pass, 1 expired, 2 over threshold, 3 over waterline cap
+    prod_pod: BoolArray  # per node: the prod thresholds applied
+
+
+class LoadAwareState:
+    """Per-session matrices for one plugin instance (resource order = ``args.resource_names``)."""
+
+    def __init__(
+        self,
+        args: LoadAwareArgs,
+        node_names: Sequence[str],
+        allocatable: IntArray,
+        annotations: Sequence[Mapping[str, str]],
+        metrics: Mapping[str, NodeMetricView],
+        cache: AssignedPodCache,
+        now: float,
+        waterline_percent: IntArray | None = None,
+    ) -> None:
+        self.args = args
+        self.names = args.resource_names
+        self.node_names = list(node_names)
+        self.index = {name: i for i, name in enumerate(self.node_names)}
+        self.allocatable = allocatable.astype(np.int64)
+        self.cache = cache
+        self.metrics = metrics
+        n, k = len(self.node_names), len(self.names)
+        self.weights = np.array([args.resource_weights.get(r, 0) for r in self.names], dtype=np.int64)
+        base = plugin_profile(args)
+        self.profiles: list[ThresholdProfile] = [effective_profile(args, a, base) for a in annotations]
+        self.has_metric = np.array([nm in metrics for nm in self.node_names], dtype=np.bool_)
+        self.expired = np.array(
+            [nm in metrics and is_expired(metrics[nm].update_time, now, args.node_metric_expiration_seconds)
+             for nm in self.node_names], dtype=np.bool_)
+        self.has_status = np.zeros(n, dtype=np.bool_)
+        self.thr_plain = np.zeros((n, k), dtype=np.int64)
+        self.thr_prod = np.zeros((n, k), dtype=np.int64)
+        self.prod_enabled = np.array([p.prod_enabled for p in self.profiles], dtype=np.bool_)
+        self.agg_used = np.array([p.aggregated is not None for p in self.profiles], dtype=np.bool_)
+        for i, p in enumerate(self.profiles):
+            plain = p.aggregated.usage_thresholds if p.aggregated is not None else p.usage_thresholds
+            self.thr_plain[i] = [plain.get(r, 0) for r in self.names]
+            self.thr_prod[i] = [p.prod_usage_thresholds.get(r, 0) for r in self.names]
+        caps = np.zeros((n, k), dtype=np.int64) if waterline_percent is None else waterline_percent.astype(np.int64)
+        margin = args.waterline_margin if args.respect_waterlines else 0
+        self.waterline_cap = np.where(caps > 0, np.maximum(caps - margin, 0), 0) if args.respect_waterlines \
+            else np.zeros((n, k), dtype=np.int64)
+        self.load_filter = np.zeros((n, k), dtype=np.int64)
+        self.load_prod = np.zeros((n, k), dtype=np.int64)
+        self.load_score = np.zeros((n, k), dtype=np.int64)
+        for i in range(n):
+            self._refresh(i)
+
+    # ---- node rows ------------------------------------------------------------------------------------------------
+
+    def _refresh(self, i: int) -> None:
+        name = self.node_names[i]
+        metric = self.metrics.get(name)
+        if metric is None:
+            return
+        load = node_load(metric, self.cache.pods_on(name), self.args)
+        prof = self.profiles[i].aggregated
+        plain = existing_load(load, prod=False, agg_type=prof.aggregation_type if prof else "",
+                              agg_duration=prof.duration if prof else 0.0)
+        self.has_status[i] = load.node_usage is not None
+        zero = np.zeros(len(self.names), dtype=np.int64)
+        self.load_filter[i] = zero if plain is None else plain
+        prod = existing_load(load, prod=True)
+        self.load_prod[i] = zero if prod is None else prod
+        agg = self.args.aggregated
+        score = existing_load(load, prod=False, agg_type=agg.score_aggregation_type,
+                              agg_duration=agg.score_aggregated_duration)
+        self.load_score[i] = zero if score is None else score
+
+    def reserve(self, entry: AssignedPod) -> None:
+        self.cache.add(entry)
+        i = self.index.get(entry.node)
+        if i is not None:
+            self._refresh(i)
+
+    def unreserve(self, key: str) -> None:
+        entry = self.cache.remove(key)
+        if entry is not None and entry.node in self.index:
+            self._refresh(self.index[entry.node])
+
+    # ---- filter ---------------------------------------------------------------------------------------------------
+
+    def _thresholds(self, is_prod: bool) -> tuple[BoolArray, IntArray, IntArray]:
+        prod_pod = self.prod_enabled & is_prod
+        thr = np.where(prod_pod[:, None], self.thr_prod, self.thr_plain)
+        load = np.where(prod_pod[:, None], self.load_prod, self.load_filter)
+        return prod_pod, thr, load
+
+    def used_percent(self, load: IntArray, estimate: IntArray) -> IntArray:
+        used = (load + estimate[None, :]).astype(np.float64)
+        alloc = self.allocatable.astype(np.float64)
+        pct = np.where(self.allocatable > 0, used / np.where(alloc > 0, alloc, 1.0) * 100.0, 0.0)
+        return np.floor(pct + 0.5).astype(np.int64)  # pct >= 0: half away from zero
+
+    def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool) -> LoadFilter:
+        n = len(self.node_names)
+        ok = np.ones(n, dtype=np.bool_)
+        failed = np.full(n, -1, dtype=np.int64)
+        code = np.zeros(n, dtype=np.int64)
+        if is_daemonset or n == 0:
+            return LoadFilter(ok, failed, code, np.zeros(n, dtype=np.bool_))
+        prod_pod, thr, load = self._thresholds(is_prod)
+        caps = self.waterline_cap
+        active = (thr != 0).any(axis=1) | (caps != 0).any(axis=1)
+        considered = active & self.has_metric
+        expired = considered & self.expired & self.args.filter_expired_node_metrics
+        if not self.args.enable_schedule_when_node_metrics_expired:
+            code[expired] = 1
+        checked = considered & ~expired & self.has_status
+        pct = self.used_percent(load, estimate)
+        over_thr = (thr > 0) & (self.allocatable > 0) & (pct > thr) & checked[:, None]
+        over_cap = (caps > 0) & (self.allocatable > 0) & (pct > caps) & checked[:, None]
+        any_thr = over_thr.any(axis=1)
+        any_cap = over_cap.any(axis=1) & ~any_thr
+        failed = np.where(any_thr, np.argmax(over_thr, axis=1), np.where(any_cap, np.argmax(over_cap, axis=1), -1))
+        code = np.where(any_thr, 2, np.where(any_cap, 3, code))
+        return LoadFilter(code == 0, failed.astype(np.int64), code.astype(np.int64), prod_pod)
+
+    def reason(self, result: LoadFilter, i: int) -> str:
+        code = int(result.reason_code[i])
+        if code == 1:
+            return EXPIRED_REASON
+        res = self.names[int(result.failed_resource[i])] if result.failed_resource[i] >= 0 else ""
+        if code == 3:
+            return f"node(s) {res} usage exceed waterline"
+        if code == 2:
+            agg = bool(self.agg_used[i]) and not bool(result.prod_pod[i])
+            return f"node(s) {res} {'aggregated usage' if agg else 'usage'} exceed threshold"
+        return ""
+
+    def reasons(self, result: LoadFilter) -> dict[int, list[str]]:
+        return {int(i): [self.reason(result, int(i))] for i in np.flatnonzero(~result.mask)}
+
+    def thresholds_for(self, i: int, estimate: IntArray, *, is_prod: bool) -> NodeThresholds:
+        prof = self.profiles[i]
+        prod_pod = bool(self.prod_enabled[i]) and is_prod
+        if prod_pod:
+            kind, thr, load = "prod usage", prof.prod_usage_thresholds, self.load_prod[i]
+        elif prof.aggregated is not None:
+            kind = f"aggregated usage ({prof.aggregated.aggregation_type}, {prof.aggregated.duration:g}s)"
+            thr, load = prof.aggregated.usage_thresholds, self.load_filter[i]
+        else:
+            kind, thr, load = "usage", prof.usage_thresholds, self.load_filter[i]
+        pct = self._row_pct(i, load, estimate)
+        return NodeThresholds(
+            kind, prof.source, {r: int(v) for r, v in thr.items() if r in self.names},
+            {r: int(c) for r, c in zip(self.names, self.waterline_cap[i].tolist(), strict=True) if c},
+            {r: int(p) for r, p in zip(self.names, pct.tolist(), strict=True)})
+
+    def _row_pct(self, i: int, load: IntArray, estimate: IntArray) -> IntArray:
+        alloc = self.allocatable[i]
+        used = (load + estimate).astype(np.float64)
+        pct = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1).astype(np.float64) * 100.0, 0.0)
+        return np.floor(pct + 0.5).astype(np.int64)
+
+    # ---- score ----------------------------------------------------------------------------------------------------
+
+    def score(self, estimate: IntArray, *, is_prod: bool) -> IntArray:
+        n = len(self.node_names)
+        dominant = self.args.dominant_resource_weight
+        if n == 0 or (not self.weights.any() and dominant == 0):
+            return np.zeros(n, dtype=np.int64)
+        prod_pod = self.args.score_according_prod_usage and is_prod
+        load = self.load_prod if prod_pod else self.load_score
+        used = load + estimate[None, :]
+        alloc = self.allocatable
+        safe = np.where(alloc > 0, alloc, 1)
+        s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
+        total = (s * self.weights[None, :]).sum(axis=1)
+        if dominant:
+            total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
+        wsum = int(self.weights.sum()) + dominant
+        out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
+        valid = self.has_metric & ~self.expired & self.has_status
+        return np.where(valid, out, 0).astype(np.int64)

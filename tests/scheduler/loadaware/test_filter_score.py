@@ -1,0 +1,182 @@
+"""Load-aware Filter/Score (specs/koordinator.md §1.5-1.8): worked numbers, strict comparisons, rounding,
+expiry, annotations, prod and aggregated profiles, DaemonSet skip and burst safety."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scheduler.loadaware.args import parse_loadaware_args
+from scheduler.loadaware.cache import AssignedPodCache, assigned_pod
+from scheduler.loadaware.estimator import estimate_pod, estimate_vector
+from scheduler.loadaware.profile import USAGE_THRESHOLDS_ANNOTATION
+from tests.scheduler.loadaware.helpers import GI, metric, pod, state
+
+BIG = {"n1": (96000, 512 * GI)}
+INCOMING = pod("in", requests={"cpu": "16", "memory": "32Gi"}, limits={"cpu": "16", "memory": "32Gi"})
+
+
+def _est(args_raw: dict[str, object] | None = None, p: object = INCOMING) -> np.ndarray:
+    args = parse_loadaware_args(args_raw)
+    return estimate_vector(estimate_pod(p, args.estimated_scaling_factors), args.resource_names)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("raw", "usage", "assigned", "incoming", "want"),
+    [
+        (None, (0, 0), False, INCOMING, 90),  # cpu 85, mem 95
+        (None, (32000, 10 * GI), False, INCOMING, 72),  # 52 & 93
+        (None, (32000, 10 * GI), True, INCOMING, 63),  # + unreported 16/32Gi assigned pod: 38 & 89
+        ({"dominantResourceWeight": 10}, (0, 0), False, INCOMING, 85),  # min(85, 95)
+        (None, (0, 0), False, pod("be"), 99),  # empty BestEffort pod
+    ],
+)
+def test_score_worked_numbers(raw: dict[str, object] | None, usage: tuple[int, int], assigned: bool,
+                              incoming: object, want: int) -> None:
+    args = parse_loadaware_args(raw)
+    cache = AssignedPodCache()
+    if assigned:
+        other = pod("old", requests={"cpu": "16", "memory": "32Gi"}, limits={"cpu": "16", "memory": "32Gi"})
+        cache.add(assigned_pod(other, "n1", 1005.0, args))
+    st = state(args, BIG, [metric("n1", cpu_milli=usage[0], memory=usage[1])], cache=cache)
+    assert st.score(_est(raw, incoming), is_prod=True).tolist() == [want]
+
+
+def test_score_zero_without_metric_expired_or_no_status() -> None:
+    args = parse_loadaware_args({"filterExpiredNodeMetrics": False})
+    nodes = {"none": (96000, 512 * GI), "old": (96000, 512 * GI), "nostatus": (96000, 512 * GI),
+             "ok": (96000, 512 * GI)}
+    metrics = [metric("old", update=1010.0 - 180), metric("nostatus", status=False), metric("ok")]
+    st = state(args, nodes, metrics)
+    assert st.score(_est(), is_prod=False).tolist() == [0, 0, 0, 90]
+
+
+def test_filter_rounding_is_half_away_and_comparison_strict() -> None:
+    args = parse_loadaware_args({"usageThresholds": {"cpu": 65}})
+    # estimate of a 1-cpu pod = 850m; node 100 cpu
+    nodes = {"a": (100000, 512 * GI), "b": (100000, 512 * GI), "c": (100000, 512 * GI)}
+    one = pod("x", requests={"cpu": "1"}, limits={"cpu": "1"})
+    metrics = [metric("a", cpu_milli=64150 + 40), metric("b", cpu_milli=64650), metric("c", cpu_milli=64000)]
+    st = state(args, nodes, metrics)
+    # a: 65.04% -> 65 passes; b: 65.5% -> 66 fails; c: 64.85% -> 65 passes
+    e = estimate_vector(estimate_pod(one, args.estimated_scaling_factors), args.resource_names)
+    res = st.filter(e, is_prod=False, is_daemonset=False)
+    assert res.mask.tolist() == [True, False, True]
+    assert st.reasons(res) == {1: ["node(s) cpu usage exceed threshold"]}
+    assert st.filter(e, is_prod=False, is_daemonset=True).mask.all()
+
+
+@pytest.mark.parametrize(
+    ("raw", "age", "want_pass", "reason"),
+    [
+        (None, 179.9, False, "node(s) cpu usage exceed threshold"),  # still fresh: thresholds checked
+        (None, 180.0, False, "node(s) nodeMetric expired"),  # >= expires
+        ({"enableScheduleWhenNodeMetricsExpired": True}, 10_000.0, True, None),
+        ({"filterExpiredNodeMetrics": False}, 10_000.0, False, "node(s) cpu usage exceed threshold"),  # stale data
+        ({"usageThresholds": {"cpu": 0, "memory": 0}}, 10_000.0, True, None),  # all-zero thresholds pass first
+    ],
+)
+def test_filter_expiry(raw: dict[str, object] | None, age: float, want_pass: bool, reason: str | None) -> None:
+    args = parse_loadaware_args(raw)
+    st = state(args, {"n": (10000, 64 * GI)}, [metric("n", cpu_milli=9000, update=1000.0)], now=1000.0 + age)
+    res = st.filter(_est(raw), is_prod=False, is_daemonset=False)
+    assert bool(res.mask[0]) is want_pass
+    if reason:
+        assert st.reasons(res) == {0: [reason]}
+
+
+def test_no_metric_or_no_status_passes() -> None:
+    args = parse_loadaware_args(None)
+    st = state(args, {"a": (1000, GI), "b": (1000, GI)}, [metric("b", status=False)])
+    assert st.filter(_est(), is_prod=False, is_daemonset=False).mask.tolist() == [True, True]
+
+
+def test_node_annotation_replaces_part_wholesale() -> None:
+    args = parse_loadaware_args(None)
+    ann = {"a": {USAGE_THRESHOLDS_ANNOTATION: json.dumps({"usageThresholds": {"memory": 60}})},
+           "b": {USAGE_THRESHOLDS_ANNOTATION: "{broken"}}
+    nodes = {"a": (100000, 100 * GI), "b": (100000, 100 * GI)}
+    metrics = [metric("a", cpu_milli=90000, memory=55 * GI), metric("b", cpu_milli=90000, memory=55 * GI)]
+    st = state(args, nodes, metrics, annotations=ann)
+    small = pod("s", requests={"cpu": "100m", "memory": "1Gi"}, limits={"cpu": "100m", "memory": "1Gi"})
+    e = estimate_vector(estimate_pod(small, args.estimated_scaling_factors), args.resource_names)
+    res = st.filter(e, is_prod=False, is_daemonset=False)
+    assert res.mask.tolist() == [True, False]  # a: cpu unchecked, mem 56% <= 60; b: plugin cpu 65 applies
+    detail = st.thresholds_for(0, e, is_prod=False)
+    assert detail.source == "node annotation" and detail.thresholds == {"memory": 60}
+
+
+def test_prod_thresholds_use_reported_prod_usage_only() -> None:
+    args = parse_loadaware_args({"prodUsageThresholds": {"cpu": 50}})
+    cache = AssignedPodCache()
+    known = pod("known", requests={"cpu": "1"}, limits={"cpu": "1"})
+    cache.add(assigned_pod(known, "n", 0.0, args))  # old: reported, not re-estimated
+    pods = [{"namespace": "default", "name": "known", "priority": "koord-prod",
+             "podUsage": {"resources": {"cpu": "40"}}},
+            {"namespace": "default", "name": "stranger", "priority": "koord-prod",
+             "podUsage": {"resources": {"cpu": "30"}}}]
+    st = state(args, {"n": (100000, 100 * GI)}, [metric("n", cpu_milli=80000, pods=pods)], cache=cache)
+    e = _est({"prodUsageThresholds": {"cpu": 50}})  # 13.6 cpu
+    prod = st.filter(e, is_prod=True, is_daemonset=False)
+    assert prod.mask.tolist() == [False]  # 40 + 13.6 = 53.6 -> 54 > 50 (stranger's 30 not counted)
+    batch = st.filter(e, is_prod=False, is_daemonset=False)
+    assert batch.mask.tolist() == [False]  # 80 + 13.6 > 65 on node usage
+    small = estimate_vector({"cpu": 5000}, args.resource_names)
+    assert st.filter(small, is_prod=True, is_daemonset=False).mask.tolist() == [True]  # 45 <= 50
+
+
+def test_aggregated_profile_replaces_plain_thresholds_and_missing_window_uses_estimates() -> None:
+    raw = {"aggregated": {"usageThresholds": {"cpu": 50}, "usageAggregationType": "p95",
+                          "usageAggregatedDuration": "10m"}}
+    args = parse_loadaware_args(raw)
+    agg5 = [{"duration": "5m", "usage": {"p95": {"resources": {"cpu": "70"}}}}]
+    agg10 = [{"duration": "10m", "usage": {"p95": {"resources": {"cpu": "40"}}}}]
+    nodes = {"cold": (100000, 100 * GI), "warm": (100000, 100 * GI)}
+    metrics = [metric("cold", cpu_milli=90000, aggregated=agg5), metric("warm", cpu_milli=90000, aggregated=agg10)]
+    st = state(args, nodes, metrics)
+    e = estimate_vector({"cpu": 5000}, args.resource_names)
+    res = st.filter(e, is_prod=False, is_daemonset=False)
+    # cold: 10m window missing -> sum of assigned estimates (0) + 5 = 5%; warm: p95 40 + 5 = 45% (plain 65 unused)
+    assert res.mask.tolist() == [True, True]
+    e2 = estimate_vector({"cpu": 11000}, args.resource_names)
+    res2 = st.filter(e2, is_prod=False, is_daemonset=False)
+    assert res2.mask.tolist() == [True, False]
+    assert st.reasons(res2) == {1: ["node(s) cpu aggregated usage exceed threshold"]}
+
+
+def test_waterline_cap_with_margin() -> None:
+    args = parse_loadaware_args({"usageThresholds": {"cpu": 90}})
+    caps = np.array([[70, 0], [70, 0]], dtype=np.int64)
+    st = state(args, {"a": (100000, 100 * GI), "b": (100000, 100 * GI)},
+               [metric("a", cpu_milli=60000), metric("b", cpu_milli=66000)], waterline=caps)
+    e = estimate_vector({"cpu": 4000}, args.resource_names)
+    res = st.filter(e, is_prod=False, is_daemonset=False)
+    assert res.mask.tolist() == [True, False]  # 64 <= 65, 70 > 70-5
+    assert st.reasons(res) == {1: ["node(s) cpu usage exceed waterline"]}
+    off = state(parse_loadaware_args({"usageThresholds": {"cpu": 90}, "respectWaterlines": False}),
+                {"b": (100000, 100 * GI)}, [metric("b", cpu_milli=66000)], waterline=caps[:1])
+    assert off.filter(e, is_prod=False, is_daemonset=False).mask.tolist() == [True]
+
+
+def test_burst_is_spread_by_assigned_pod_estimates() -> None:
+    """50 identical pods in one session onto 10 idle nodes whose metrics predate the session."""
+    args = parse_loadaware_args(None)
+    nodes = {f"n{i}": (16000, 64 * GI) for i in range(10)}
+    st = state(args, nodes, [metric(n, update=1000.0) for n in nodes], now=1100.0)
+    placed: dict[str, int] = {}
+    for j in range(50):
+        p = pod(f"b{j}", requests={"cpu": "1", "memory": "2Gi"}, limits={"cpu": "1", "memory": "2Gi"})
+        e = estimate_vector(estimate_pod(p, args.estimated_scaling_factors), args.resource_names)
+        feasible = st.filter(e, is_prod=True, is_daemonset=False).mask
+        scores = np.where(feasible, st.score(e, is_prod=True), -1)
+        best = int(np.argmax(scores))
+        assert feasible[best]
+        st.reserve(assigned_pod(p, st.node_names[best], 1100.0, args))
+        placed[st.node_names[best]] = placed.get(st.node_names[best], 0) + 1
+    assert sorted(placed.values()) == [5] * 10
+    # and unreserve gives the node back its score
+    before = st.score(e, is_prod=True)[0]
+    st.unreserve("default/b0")
+    assert st.score(e, is_prod=True)[0] >= before
