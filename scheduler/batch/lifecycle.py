@@ -23,6 +23,9 @@ __all__ = [
     "DEFAULT_QUEUE",
     "POD_GROUP_READY",
     "POD_GROUP_NOT_READY",
+    "podgroup_condition",
+    "merge_condition",
+    "status_changed",
 ]
 
 DEFAULT_QUEUE = "default"
@@ -122,3 +125,44 @@ def queue_status_counts(phases: Iterable[PodGroupPhase]) -> QueueStatusCounts:
 def queue_missing_message(job: str, queue: str) -> str:
     """Why a job whose queue does not exist stays pending."""
     return f"job {job} is in queue {queue!r}, which does not exist; create the Queue or set spec.queue"
+
+
+def podgroup_condition(
+    kind: str, reason: str, message: str, *, session_uid: str, now: str, status: str = "True"
+) -> dict[str, str]:
+    """A PodGroup ``status.conditions`` entry (``kind`` is ``Unschedulable`` or ``Scheduled``)."""
+    return {
+        "type": kind,
+        "status": status,
+        "transitionID": session_uid,
+        "lastTransitionTime": now,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def merge_condition(conditions: list[dict[str, str]], new: dict[str, str]) -> list[dict[str, str]]:
+    """Replace the condition of the same type (or append), keeping the others in order."""
+    out = [c for c in conditions if c.get("type") != new["type"]]
+    out.append(new)
+    return out
+
+
+_VOLATILE = ("transitionID", "lastTransitionTime")
+
+
+def status_changed(old: dict[str, object], new: dict[str, object]) -> bool:
+    """True when a PodGroup status differs in more than condition timestamps/transition IDs."""
+
+    def stable(status: dict[str, object]) -> dict[str, object]:
+        conditions = status.get("conditions") or []
+        cleaned = []
+        if isinstance(conditions, list):
+            for cond in conditions:
+                if isinstance(cond, dict):
+                    cleaned.append({k: v for k, v in cond.items() if k not in _VOLATILE})
+        rest = {k: v for k, v in status.items() if k != "conditions"}
+        rest["conditions"] = sorted(cleaned, key=lambda c: str(c.get("type", "")))
+        return rest
+
+    return stable(old) != stable(new)

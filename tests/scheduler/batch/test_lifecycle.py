@@ -52,3 +52,17 @@ def test_queue_counts_and_missing_message() -> None:
     counts = queue_status_counts([P.PENDING, P.RUNNING, P.RUNNING, P.COMPLETED])
     assert counts.to_status() == {"pending": 1, "inqueue": 0, "running": 2, "unknown": 0, "completed": 1}
     assert "'nope', which does not exist" in queue_missing_message("ns/pg", "nope")
+
+
+def test_conditions_and_change_detection() -> None:
+    from scheduler.batch.lifecycle import merge_condition, podgroup_condition, status_changed
+
+    c1 = podgroup_condition("Unschedulable", "NotEnoughResources", "3/4 tasks ...", session_uid="s1", now="t1")
+    c2 = podgroup_condition("Unschedulable", "NotEnoughResources", "3/4 tasks ...", session_uid="s2", now="t2")
+    sched = podgroup_condition("Scheduled", "tasks in gang are ready to be scheduled", "", session_uid="s2", now="t2")
+    old = {"phase": "Inqueue", "conditions": [c1]}
+    assert not status_changed(old, {"phase": "Inqueue", "conditions": merge_condition([c1], c2)})
+    assert status_changed(old, {"phase": "Running", "conditions": [c1]})
+    merged = merge_condition([c1], sched)
+    assert [c["type"] for c in merged] == ["Unschedulable", "Scheduled"]
+    assert status_changed(old, {"phase": "Inqueue", "conditions": merged})
