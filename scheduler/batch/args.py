@@ -1,0 +1,75 @@
+"""Typed arguments of the batch plugins, read leniently from the conf's raw map (specs/volcano.md §1.1).
+
+As in Volcano a value of the wrong type keeps the default; a malformed SLA duration is an error
+naming the key, since silently dropping an SLA would change admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common.duration import parse_duration
+from scheduler.batch.overcommit import overcommit_factor
+
+__all__ = ["OvercommitArgs", "SlaArgs", "CapacityArgs", "NodeGroupArgs", "bool_arg", "int_arg"]
+
+
+def bool_arg(raw: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = raw.get(key)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
+        return value.strip().lower() in ("true", "1", "t")
+    return default
+
+
+def int_arg(raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return default
+
+
+@dataclass(frozen=True, slots=True)
+class OvercommitArgs:
+    factor: float = 1.2
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> OvercommitArgs:
+        return cls(overcommit_factor(raw.get("overcommit-factor")))
+
+
+@dataclass(frozen=True, slots=True)
+class SlaArgs:
+    waiting_seconds: float | None = None
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> SlaArgs:
+        value = raw.get("sla-waiting-time")
+        if value is None or value == "":
+            return cls()
+        seconds = parse_duration(value, field="plugin sla argument sla-waiting-time")
+        if seconds <= 0:
+            raise ValueError(f"plugin sla argument sla-waiting-time: must be positive, got {value!r}")
+        return cls(seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityArgs:
+    ancestor_reclaim_level: int = 0
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> CapacityArgs:
+        return cls(max(0, int_arg(raw, "ancestorReclaimLevel", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroupArgs:
+    strict: bool = True
+    preferred_order: bool = False
+
+    @classmethod
+    def from_raw(cls, raw: Mapping[str, Any]) -> NodeGroupArgs:
+        return cls(bool_arg(raw, "strict", True), bool_arg(raw, "enablePreferredOrder", False))
