@@ -1,0 +1,51 @@
+"""Prometheus gauges for how fresh each node's NodeMetric is, as the load-aware plugin sees it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from prometheus_client import REGISTRY, CollectorRegistry, Gauge
+
+from common.objects import NodeMetricView
+
+from .evaluate import is_expired
+
+__all__ = ["NodeMetricFreshness"]
+
+
+class NodeMetricFreshness:
+    """``loadwise_scheduler_nodemetric_age_seconds{node}`` and ``loadwise_scheduler_nodemetric_expired{node}``.
+
+    A node without a NodeMetric, or whose NodeMetric never reported, has no age sample and ``expired`` 1.
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        reg = registry if registry is not None else REGISTRY
+        self.age = Gauge("loadwise_scheduler_nodemetric_age_seconds",
+                         "Seconds since the node's NodeMetric status.updateTime", ["node"], registry=reg)
+        self.expired = Gauge("loadwise_scheduler_nodemetric_expired",
+                             "1 when the node's NodeMetric is missing or older than nodeMetricExpirationSeconds",
+                             ["node"], registry=reg)
+        self._nodes: set[str] = set()
+
+    def update(self, nodes: Iterable[str], metrics: Mapping[str, NodeMetricView], now: float,
+               expiration_seconds: int) -> None:
+        current = set(nodes)
+        for gone in self._nodes - current:
+            for g in (self.age, self.expired):
+                try:
+                    g.remove(gone)
+                except KeyError:
+                    pass
+        for node in current:
+            m = metrics.get(node)
+            update = m.update_time if m is not None else None
+            if update is not None:
+                self.age.labels(node).set(max(0.0, now - update))
+            else:
+                try:
+                    self.age.remove(node)
+                except KeyError:
+                    pass
+            self.expired.labels(node).set(1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0)
+        self._nodes = current

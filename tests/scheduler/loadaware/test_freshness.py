@@ -1,0 +1,26 @@
+"""NodeMetric age/expired gauges."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from scheduler.loadaware.freshness import NodeMetricFreshness
+from tests.scheduler.loadaware.helpers import metric
+
+
+def test_gauges_track_age_expiry_and_removed_nodes() -> None:
+    reg = CollectorRegistry()
+    f = NodeMetricFreshness(reg)
+    f.update(["a", "b", "c"], {"a": metric("a", update=1000.0), "b": metric("b", update=800.0)}, 1030.0, 180)
+
+    def val(name: str, node: str) -> float | None:
+        return reg.get_sample_value(name, {"node": node})
+
+    assert val("loadwise_scheduler_nodemetric_age_seconds", "a") == 30.0
+    assert val("loadwise_scheduler_nodemetric_expired", "a") == 0.0
+    assert val("loadwise_scheduler_nodemetric_expired", "b") == 1.0  # 230 s >= 180
+    assert val("loadwise_scheduler_nodemetric_expired", "c") == 1.0 and val(
+        "loadwise_scheduler_nodemetric_age_seconds", "c") is None
+    f.update(["a"], {"a": metric("a", update=1000.0)}, 1180.0, 180)
+    assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0  # exactly 180 s: expired (>=)
+    assert val("loadwise_scheduler_nodemetric_expired", "b") is None
