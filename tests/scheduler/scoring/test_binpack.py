@@ -42,3 +42,4 @@ def test_zero_capacity_keeps_weight_in_sum() -> None:
     used = np.zeros((1, 4), dtype=np.int64)
     got = binpack_score({"cpu": 2000, "memory": 5}, COLS, alloc, used, w)
     assert got[0] == pytest.approx(100 * 0.5 / 2)
+
