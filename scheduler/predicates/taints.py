@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from common.objects import NodeView
+
 from .groups import NodeGroups
 
-__all__ = ["UNTOLERATED_REASON", "Taint", "parse_taints", "tolerates", "untolerated_taint", "prefer_no_schedule_count",
+__all__ = ["UNTOLERATED_REASON", "Taint", "node_taints", "tolerates", "untolerated_taint", "prefer_no_schedule_count",
            "taint_filter", "taint_score", "normalize_reverse"]
 
 UNTOLERATED_REASON = "node(s) had untolerated taint(s)"
@@ -19,9 +21,9 @@ BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 
 
-def parse_taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
-    raw = (node.get("spec") or {}).get("taints") or []
-    return tuple((str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", ""))) for t in raw)
+def node_taints(node: NodeView) -> tuple[Taint, ...]:
+    """The node's taints as hashable tuples (the grouping signature)."""
+    return tuple((t.key, t.value, t.effect) for t in node.taints)
 
 
 def tolerates(toleration: Mapping[str, Any], taint: Taint) -> bool:

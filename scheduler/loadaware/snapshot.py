@@ -1,0 +1,64 @@
+"""Build a session's load-aware state from parsed cluster objects: which pods enter the assigned-pod cache
+(specs/koordinator.md §1.5), node allocatable estimation (``node.koordinator.sh/raw-allocatable``, §1.4), and
+the NumPy allocatable matrix in the args' resource order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import NodeMetricView, NodeView, PodView
+from common.resources import Resources
+
+from .args import LoadAwareArgs
+from .cache import AssignedPodCache, assigned_pod
+from .evaluate import LoadAwareState
+
+__all__ = ["RAW_ALLOCATABLE_ANNOTATION", "RESERVATION_ANNOTATION", "estimate_node_allocatable", "enters_cache",
+           "open_state"]
+
+RAW_ALLOCATABLE_ANNOTATION = "node.koordinator.sh/raw-allocatable"
+RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
+
+
+def estimate_node_allocatable(node: NodeView) -> Resources:
+    """Allocatable, with the raw-allocatable annotation's values overriding when it parses and differs."""
+    raw = node.annotations.get(RAW_ALLOCATABLE_ANNOTATION)
+    if not raw:
+        return node.allocatable
+    try:
+        parsed = Resources.parse(json.loads(raw), field=f"Node {node.name}: {RAW_ALLOCATABLE_ANNOTATION}")
+    except ValueError:
+        return node.allocatable
+    if not parsed or all(node.allocatable.get(k, 0) == v for k, v in parsed.items()):
+        return node.allocatable
+    merged = dict(node.allocatable)
+    merged.update(parsed)
+    return Resources(merged)
+
+
+def enters_cache(pod: PodView) -> bool:
+    """Bound, not terminated, and not a reservation placeholder."""
+    return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
+
+
+def allocatable_matrix(nodes: Sequence[NodeView], names: Sequence[str]) -> npt.NDArray[np.int64]:
+    out = np.zeros((len(nodes), len(names)), dtype=np.int64)
+    for i, node in enumerate(nodes):
+        alloc = estimate_node_allocatable(node)
+        out[i] = [alloc.get(r, 0) for r in names]
+    return out
+
+
+def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[PodView],
+               metrics: Mapping[str, NodeMetricView], now: float,
+               waterline_percent: npt.NDArray[np.int64] | None = None) -> LoadAwareState:
+    cache = AssignedPodCache()
+    for pod in pods:
+        if enters_cache(pod):
+            cache.add(assigned_pod(pod, pod.node_name, now, args))
+    return LoadAwareState(args, [n.name for n in nodes], allocatable_matrix(nodes, args.resource_names),
+                          [n.annotations for n in nodes], metrics, cache, now, waterline_percent)
