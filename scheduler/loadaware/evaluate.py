@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView
+from scheduler.scoring.gomath import go_round_array
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, AssignedPodCache, existing_load, node_load
@@ -50,6 +51,13 @@ class LoadFilter:
     failed_resource: IntArray  # resource index of the first failing resource, -1 if none/other reason
     reason_code: IntArray  # 0 pass, 1 expired, 2 over threshold, 3 over waterline cap
     prod_pod: BoolArray  # per node: the prod thresholds applied
+
+
+def _percent(used: IntArray, allocatable: IntArray) -> IntArray:
+    """``round(used / allocatable * 100)`` in float64, half away from zero (values are >= 0); 0 where alloc is 0."""
+    alloc = allocatable.astype(np.float64)
+    pct = np.where(allocatable > 0, used.astype(np.float64) / np.where(alloc > 0, alloc, 1.0) * 100.0, 0.0)
+    return go_round_array(pct)
 
 
 class LoadAwareState:
@@ -90,10 +98,11 @@ class LoadAwareState:
             plain = p.aggregated.usage_thresholds if p.aggregated is not None else p.usage_thresholds
             self.thr_plain[i] = [plain.get(r, 0) for r in self.names]
             self.thr_prod[i] = [p.prod_usage_thresholds.get(r, 0) for r in self.names]
-        caps = np.zeros((n, k), dtype=np.int64) if waterline_percent is None else waterline_percent.astype(np.int64)
-        margin = args.waterline_margin if args.respect_waterlines else 0
-        self.waterline_cap = np.where(caps > 0, np.maximum(caps - margin, 0), 0) if args.respect_waterlines \
-            else np.zeros((n, k), dtype=np.int64)
+        # waterline percent per node/resource (0 = none), lowered by the margin; off without respectWaterlines
+        self.waterline_cap = np.zeros((n, k), dtype=np.int64)
+        if args.respect_waterlines and waterline_percent is not None:
+            caps = waterline_percent.astype(np.int64)
+            self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self.load_filter = np.zeros((n, k), dtype=np.int64)
         self.load_prod = np.zeros((n, k), dtype=np.int64)
         self.load_score = np.zeros((n, k), dtype=np.int64)
@@ -141,10 +150,7 @@ class LoadAwareState:
         return prod_pod, thr, load
 
     def used_percent(self, load: IntArray, estimate: IntArray) -> IntArray:
-        used = (load + estimate[None, :]).astype(np.float64)
-        alloc = self.allocatable.astype(np.float64)
-        pct = np.where(self.allocatable > 0, used / np.where(alloc > 0, alloc, 1.0) * 100.0, 0.0)
-        return np.floor(pct + 0.5).astype(np.int64)  # pct >= 0: half away from zero
+        return _percent(load + estimate[None, :], self.allocatable)
 
     def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool) -> LoadFilter:
         n = len(self.node_names)
@@ -195,17 +201,11 @@ class LoadAwareState:
             thr, load = prof.aggregated.usage_thresholds, self.load_filter[i]
         else:
             kind, thr, load = "usage", prof.usage_thresholds, self.load_filter[i]
-        pct = self._row_pct(i, load, estimate)
+        pct = _percent(load + estimate, self.allocatable[i])
         return NodeThresholds(
             kind, prof.source, {r: int(v) for r, v in thr.items() if r in self.names},
             {r: int(c) for r, c in zip(self.names, self.waterline_cap[i].tolist(), strict=True) if c},
             {r: int(p) for r, p in zip(self.names, pct.tolist(), strict=True)})
-
-    def _row_pct(self, i: int, load: IntArray, estimate: IntArray) -> IntArray:
-        alloc = self.allocatable[i]
-        used = (load + estimate).astype(np.float64)
-        pct = np.where(alloc > 0, used / np.where(alloc > 0, alloc, 1).astype(np.float64) * 100.0, 0.0)
-        return np.floor(pct + 0.5).astype(np.int64)
 
     # ---- score ----------------------------------------------------------------------------------------------------
 
