@@ -15,7 +15,6 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView
-from scheduler.scoring.gomath import go_round_array
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, AssignedPodCache, existing_load, node_load
@@ -57,7 +56,8 @@ def _percent(used: IntArray, allocatable: IntArray) -> IntArray:
     """``round(used / allocatable * 100)`` in float64, half away from zero (values are >= 0); 0 where alloc is 0."""
     alloc = allocatable.astype(np.float64)
     pct = np.where(allocatable > 0, used.astype(np.float64) / np.where(alloc > 0, alloc, 1.0) * 100.0, 0.0)
-    return go_round_array(pct)
+    whole = np.floor(pct)  # pct >= 0, so math.Round is floor + (fraction >= 0.5); x - floor(x) is exact
+    return (whole + (pct - whole >= 0.5)).astype(np.int64)
 
 
 class LoadAwareState:
