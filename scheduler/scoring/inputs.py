@@ -1,0 +1,50 @@
+"""Assemble the per-strategy ``(allocatable, requested, active)`` matrices from session node arrays
+(specs/kube-scoring.md §2a, §3): Least/Most/RTCR use non-zero defaults for cpu/memory on both the node and the pod;
+BalancedAllocation and everything else use real requests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+from common.resources import CPU, MEMORY
+
+from .resource_fit import active_resources
+
+__all__ = ["scoring_inputs"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def scoring_inputs(
+    names: Sequence[str],
+    pod: PodView,
+    columns: Sequence[str],
+    allocatable: IntArray,
+    requested: IntArray,
+    nonzero_requested: IntArray,
+    *,
+    non_zero: bool,
+) -> tuple[IntArray, IntArray, IntArray, BoolArray]:
+    """``(allocatable[n,k], node_requested[n,k], pod_request[k], active[k])`` for the configured ``names``.
+
+    ``requested``/``allocatable`` are ``[n, len(columns)]``; ``nonzero_requested`` is ``[n, 2]`` (cpu, memory).
+    A name the node arrays lack gives allocatable 0 (and is then skipped by the scorers).
+    """
+    n = allocatable.shape[0]
+    col = {c: j for j, c in enumerate(columns)}
+    pod_req = pod.nonzero_requests if non_zero else pod.requests
+    alloc = np.zeros((n, len(names)), dtype=np.int64)
+    node_req = np.zeros((n, len(names)), dtype=np.int64)
+    for k, r in enumerate(names):
+        if r in col:
+            alloc[:, k] = allocatable[:, col[r]]
+            node_req[:, k] = requested[:, col[r]]
+        if non_zero and r in (CPU, MEMORY):
+            node_req[:, k] = nonzero_requested[:, 0 if r == CPU else 1]
+    pod_vec = np.array([pod_req.get(r, 0) for r in names], dtype=np.int64)
+    return alloc, node_req, pod_vec, active_resources(names, pod.requests)
