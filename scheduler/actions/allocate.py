@@ -1,0 +1,142 @@
+"""allocate: place pending tasks job by job, queue by queue (specs/volcano.md §3.2).
+
+A job is filled up to its gang minimum inside one statement; the statement is committed (bound) only when the job
+is ready, kept in session memory when it is merely pipelined, and discarded otherwise.  Nodes where the task fits
+what is idle now are preferred; nodes that fit only once releasing pods leave yield a pipelined task.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best
+from scheduler.framework.plugin import register_action
+from scheduler.framework.session import PriorityQueue, Session
+from scheduler.framework.statement import Statement
+from scheduler.framework.status import FitErrors
+
+__all__ = ["Allocate"]
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
+        enqueue_configured = "enqueue" in ssn.action_names
+        for job in ssn.jobs.values():
+            if job.is_pending():
+                if enqueue_configured:
+                    continue
+                job.phase = "Inqueue"
+            if ssn.job_valid(job) is not None:
+                continue
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                continue
+            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not _gated(t)]
+            if not pending:
+                continue
+            worksheets[job.uid] = ssn.task_queue(pending)
+            if job.queue not in jobs_by_queue:
+                jobs_by_queue[job.queue] = ssn.job_queue()
+                queues.push(queue)
+            jobs_by_queue[job.queue].push(job)
+
+        while not queues.empty():
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jq = jobs_by_queue.get(queue.name)
+            if jq is None or jq.empty():
+                continue
+            job = jq.pop()
+            tasks = worksheets[job.uid]
+            stmt = self._allocate_tasks(ssn, queue, job, tasks)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if not tasks.empty():
+                    jq.push(job)
+            queues.push(queue)
+
+    def _allocate_tasks(self, ssn: Session, queue: QueueInfo, job: JobInfo,
+                        tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+        stmt = Statement(ssn)
+        failed_roles: set[str] = set()
+        while not tasks.empty():
+            task = tasks.pop()
+            if task.status is not TaskStatus.PENDING:
+                continue
+            if not ssn.allocatable(queue, task):
+                continue
+            if task.role and task.role in failed_roles:
+                task.last_fit_message = (f"Task {task.name} with role spec {task.role} has already predicated "
+                                         "failed, skip")
+                continue
+            st = pre_predicate(ssn, task)
+            if st is not None:
+                errors = FitErrors(total_nodes=len(ssn.nodes), error=st.reason)
+                ssn.record_fit_errors(task, errors)
+                if task.role:
+                    failed_roles.add(task.role)
+                if job.need_continue_allocating(failed_roles):
+                    continue
+                break
+            node = self._nominated(ssn, task)
+            placed = False
+            if node is None:
+                ev = evaluate_nodes(ssn, task, mode="allocate")
+                if not ev.feasible.any():
+                    ssn.record_fit_errors(task, ev.fit_errors())
+                    if task.role:
+                        failed_roles.add(task.role)
+                    if job.need_continue_allocating(failed_roles | {task.role}):
+                        continue
+                    break
+                now_mask = ev.feasible & ev.fits_idle
+                mask = now_mask if now_mask.any() else ev.feasible
+                node = select_best(ssn, task, mask)
+                if ssn.explain is not None and node is not None:
+                    ssn.explain[task.key].node = node.name
+            if node is not None:
+                if ssn.arrays.fits(task.vector, ssn.arrays.idle[node.index:node.index + 1])[0]:
+                    stmt.allocate(task, node)
+                    placed = True
+                elif ssn.arrays.fits(task.vector, ssn.arrays.future_idle()[node.index:node.index + 1])[0]:
+                    stmt.pipeline(task, node)
+                    placed = True
+            if placed and ssn.job_ready(job):
+                break
+        if ssn.job_ready(job) or ssn.job_pipelined(job):
+            return stmt
+        stmt.discard()
+        return None
+
+    @staticmethod
+    def _nominated(ssn: Session, task: TaskInfo) -> NodeInfo | None:
+        """The pod's nominated node when it still exists and its future idle fits (set by an earlier preempt)."""
+        name = task.nominated_node
+        node = ssn.node_by_name.get(name) if name else None
+        if node is None:
+            return None
+        ev = evaluate_nodes(ssn, task, mode="allocate", candidates=_only(len(ssn.nodes), node.index))
+        return node if ev.feasible[node.index] else None
+
+
+def _only(n: int, i: int) -> npt.NDArray[np.bool_]:
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[i] = True
+    return mask
+
+
+def _gated(task: TaskInfo) -> bool:
+    return bool((task.pod.raw.get("spec") or {}).get("schedulingGates"))
+
+
+@register_action("allocate")
+def _factory() -> Allocate:
+    return Allocate()

@@ -1,0 +1,241 @@
+"""Scheduler configuration in Volcano's format (specs/volcano.md §1, DESIGN.md "Scheduler configuration").
+
+``parse_conf`` validates everything up front — action names, plugin names, flag types, and each plugin's
+arguments by building the plugin once — so that a bad file is rejected with a message naming the key while the
+previous conf keeps running (:class:`ConfHolder`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.config import ConfigError
+
+__all__ = ["PluginOption", "Tier", "SchedulerConf", "parse_conf", "load_conf", "DEFAULT_CONF_YAML", "default_conf",
+           "ConfHolder", "FLAG_KEYS"]
+
+log = logging.getLogger(__name__)
+
+FLAG_KEYS = (
+    "enableJobOrder", "enableTaskOrder", "enableQueueOrder", "enabledClusterOrder", "enableJobReady",
+    "enableJobPipelined", "enableJobStarving", "enableJobEnqueued", "enablePredicate", "enableBestNode",
+    "enableNodeOrder", "enablePreemptable", "enableReclaimable", "enablePreemptive", "enabledOverused",
+    "enabledAllocatable", "enableTargetJob", "enableReservedNodes", "enabledVictim",
+)
+_OTHER_KEYS = {"name", "arguments", "weight", "enableHierarchy"}
+
+DEFAULT_CONF_YAML = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: loadaware
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    weight: int | None = None
+    flags: Mapping[str, bool | None] = field(default_factory=dict)
+    hierarchy: bool = False
+
+    def enabled(self, flag: str) -> bool:
+        """``None`` (absent in a programmatic conf) means disabled, as in Volcano (§1.2)."""
+        return bool(self.flags.get(flag))
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    plugins: tuple[PluginOption, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConf:
+    actions: tuple[str, ...]
+    tiers: tuple[Tier, ...]
+    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    source: str = "<default>"
+    warnings: tuple[str, ...] = ()
+
+    def action_arguments(self, action: str) -> Mapping[str, Any]:
+        return self.configurations.get(action, {})
+
+    def plugin(self, name: str) -> PluginOption | None:
+        for tier in self.tiers:
+            for p in tier.plugins:
+                if p.name == name:
+                    return p
+        return None
+
+
+def _fail(message: str, key: str, source: str) -> ConfigError:
+    return ConfigError(message, field=key, source=source)
+
+
+def _plugin(raw: Any, where: str, source: str, *, from_file: bool) -> PluginOption:
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if not isinstance(raw, Mapping):
+        raise _fail("must be a mapping with a name", where, source)
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise _fail("plugin name is required", f"{where}.name", source)
+    args = raw.get("arguments") or {}
+    if not isinstance(args, Mapping):
+        raise _fail("arguments must be a mapping", f"{where}.arguments", source)
+    weight = raw.get("weight")
+    if weight is not None and (not isinstance(weight, int) or isinstance(weight, bool) or weight < 0):
+        raise _fail(f"weight must be a non-negative integer, got {weight!r}", f"{where}.weight", source)
+    flags: dict[str, bool | None] = {}
+    for key in FLAG_KEYS:
+        v = raw.get(key)
+        if v is not None and not isinstance(v, bool):
+            raise _fail(f"must be true or false, got {v!r}", f"{where}.{key}", source)
+        flags[key] = True if (v is None and from_file) else v
+    unknown = sorted(set(raw) - set(FLAG_KEYS) - _OTHER_KEYS)
+    if unknown:
+        raise _fail(f"unknown key(s) {', '.join(unknown)}", f"{where}.{unknown[0]}", source)
+    hierarchy = raw.get("enableHierarchy", False)
+    if not isinstance(hierarchy, bool):
+        raise _fail(f"must be true or false, got {hierarchy!r}", f"{where}.enableHierarchy", source)
+    return PluginOption(name=name.strip(), arguments=dict(args), weight=weight, flags=flags, hierarchy=hierarchy)
+
+
+def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, validate_plugins: bool = True
+               ) -> SchedulerConf:
+    """Validate and build a conf from its parsed YAML document."""
+    from scheduler.framework.plugin import Arguments, actions, plugin_builders
+
+    if not isinstance(doc, Mapping):
+        raise _fail("the scheduler conf must be a mapping", "", source)
+    unknown_top = sorted(set(doc) - {"actions", "tiers", "configurations", "metrics"})
+    if unknown_top:
+        raise _fail(f"unknown key {unknown_top[0]!r}", unknown_top[0], source)
+    raw_actions = doc.get("actions", "")
+    if isinstance(raw_actions, str):
+        names = [a.strip() for a in raw_actions.split(",") if a.strip()]
+    elif isinstance(raw_actions, Sequence):
+        names = [str(a).strip() for a in raw_actions]
+    else:
+        raise _fail("must be a comma-separated string", "actions", source)
+    known_actions = actions()
+    for a in names:
+        if a not in known_actions:
+            raise _fail(f"unknown action {a!r} (known: {', '.join(sorted(known_actions))})", "actions", source)
+    raw_tiers = doc.get("tiers") or []
+    if not isinstance(raw_tiers, Sequence) or isinstance(raw_tiers, str):
+        raise _fail("must be a list of tiers", "tiers", source)
+    tiers: list[Tier] = []
+    warnings: list[str] = []
+    builders = plugin_builders()
+    for i, raw_tier in enumerate(raw_tiers):
+        if not isinstance(raw_tier, Mapping) or not isinstance(raw_tier.get("plugins") or [], Sequence):
+            raise _fail("a tier must be a mapping with a plugins list", f"tiers[{i}]", source)
+        plugins = []
+        for j, raw_plugin in enumerate(raw_tier.get("plugins") or []):
+            where = f"tiers[{i}].plugins[{j}]"
+            opt = _plugin(raw_plugin, where, source, from_file=from_file)
+            builder = builders.get(opt.name)
+            if builder is None:
+                warnings.append(f"{where}: unknown plugin {opt.name!r} is skipped")
+            elif validate_plugins:
+                try:
+                    builder(Arguments(opt.arguments, weight=opt.weight))
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise _fail(str(exc), f"{where}.arguments", source) from exc
+            plugins.append(opt)
+        tiers.append(Tier(tuple(plugins)))
+    for tier in tiers:
+        names_in_tier = {p.name for p in tier.plugins}
+        if "proportion" in names_in_tier and any(p.name == "drf" and p.hierarchy for p in tier.plugins):
+            raise _fail("drf with enableHierarchy cannot be combined with proportion", "tiers", source)
+    configurations: dict[str, dict[str, Any]] = {}
+    raw_confs = doc.get("configurations") or []
+    if not isinstance(raw_confs, Sequence) or isinstance(raw_confs, str):
+        raise _fail("must be a list of {name, arguments}", "configurations", source)
+    for k, entry in enumerate(raw_confs):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise _fail("each entry needs a name", f"configurations[{k}]", source)
+        args = entry.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            raise _fail("arguments must be a mapping", f"configurations[{k}].arguments", source)
+        configurations[entry["name"]] = dict(args)
+    for w in warnings:
+        log.warning("%s: %s", source, w)
+    return SchedulerConf(tuple(names), tuple(tiers), configurations, source, tuple(warnings))
+
+
+def load_conf(path: str | os.PathLike[str]) -> SchedulerConf:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", source=str(p)) from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", source=str(p)) from exc
+    return parse_conf(doc, source=str(p))
+
+
+def default_conf() -> SchedulerConf:
+    return parse_conf(yaml.safe_load(DEFAULT_CONF_YAML), source="<default>")
+
+
+class ConfHolder:
+    """The active conf with hot reload: a file that fails validation is reported and the last good conf stays."""
+
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._mtime: float | None = None
+        self.last_error: str = ""
+        self._conf = load_conf(path) if path else default_conf()
+        if path:
+            self._mtime = os.stat(path).st_mtime
+
+    @property
+    def conf(self) -> SchedulerConf:
+        with self._lock:
+            return self._conf
+
+    def maybe_reload(self) -> bool:
+        """Re-read the file if it changed; returns True when a new conf became active."""
+        if not self.path:
+            return False
+        try:
+            mtime = os.stat(self.path).st_mtime
+        except OSError as exc:
+            self.last_error = f"{self.path}: {exc.strerror}; keeping the previous conf"
+            return False
+        if mtime == self._mtime:
+            return False
+        self._mtime = mtime
+        try:
+            new = load_conf(self.path)
+        except ConfigError as exc:
+            self.last_error = f"{exc}; keeping the previous conf"
+            log.error("%s", self.last_error)
+            return False
+        with self._lock:
+            self._conf = new
+        self.last_error = ""
+        return True

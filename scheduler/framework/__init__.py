@@ -1,0 +1,1 @@
+"""Volcano-style session framework: model, node arrays, session, statement, evaluation."""

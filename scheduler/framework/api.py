@@ -1,0 +1,431 @@
+"""Session-level model of tasks, jobs, nodes and queues (specs/volcano.md §2.2-2.7).
+
+A *task* is one pod, a *job* is a PodGroup (or a pod's group of one), a *queue* is a Queue object.  Node
+accounting (idle/used/releasing/pipelined) lives in :class:`scheduler.framework.arrays.NodeArrays` so that every
+node can be evaluated with vector arithmetic; :class:`NodeInfo` is a thin per-node view over it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import NodeView, PodGroupView, PodView, QueueView
+from common.resources import CPU, MEMORY, PODS, Resources
+
+if TYPE_CHECKING:
+    from .arrays import NodeArrays
+    from .status import FitErrors
+
+__all__ = [
+    "TaskStatus",
+    "ALLOCATED_STATUS",
+    "SCHEDULED_STATUS",
+    "PREEMPTABLE_STATUS",
+    "COMPLETED_STATUS",
+    "PREEMPTABLE_KEY",
+    "TASK_SPEC_KEY",
+    "TASK_PRIORITY_KEY",
+    "task_status_of",
+    "TaskInfo",
+    "JobInfo",
+    "NodeInfo",
+    "QueueInfo",
+    "compare_tasks",
+    "is_best_effort",
+]
+
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_KEY = "volcano.sh/task-priority"
+
+
+class TaskStatus(enum.Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+ALLOCATED_STATUS = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
+SCHEDULED_STATUS = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+PREEMPTABLE_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
+COMPLETED_STATUS = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+# statuses whose request occupies the node (everything except Pending, Pipelined and the terminal ones)
+_ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
+                      TaskStatus.RELEASING, TaskStatus.UNKNOWN})
+
+
+def task_status_of(pod: PodView) -> TaskStatus:
+    """The pod's task status as Volcano derives it (§2.4)."""
+    if pod.phase == "Running":
+        return TaskStatus.RELEASING if pod.deleting else TaskStatus.RUNNING
+    if pod.phase == "Pending":
+        if pod.deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.node_name else TaskStatus.PENDING
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    return TaskStatus.UNKNOWN
+
+
+def is_best_effort(req: Mapping[str, int]) -> bool:
+    """Volcano's ``IsEmpty``: no cpu, memory or scalar request; the implicit ``pods: 1`` does not count."""
+    return all(v <= 0 for k, v in req.items() if k != PODS)
+
+
+def _flag(pod: PodView, key: str) -> str | None:
+    if key in pod.annotations:
+        return pod.annotations[key]
+    return pod.labels.get(key)
+
+
+@dataclass(slots=True, eq=False)
+class TaskInfo:
+    """One pod inside a session.  Mutable: status and node change as actions work."""
+
+    uid: str
+    job: str
+    pod: PodView
+    resreq: Resources
+    status: TaskStatus
+    node_name: str
+    priority: int
+    preemptable: bool
+    role: str
+    best_effort: bool
+    vector: npt.NDArray[np.int64] = field(repr=False)
+    nonzero: tuple[int, int] = (0, 0)
+    nominated_node: str = ""
+    eviction_occurred: bool = False
+    last_fit_message: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.namespace
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+    @property
+    def init_resreq(self) -> Resources:
+        # PodView.requests already folds init containers (max) and overhead in, as kube does.
+        return self.resreq
+
+    @classmethod
+    def from_pod(cls, pod: PodView, job: str, columns: Mapping[str, int]) -> TaskInfo:
+        req = pod.requests + Resources({PODS: 1})
+        vec = np.zeros(len(columns), dtype=np.int64)
+        for name, v in req.items():
+            j = columns.get(name)
+            if j is not None:
+                vec[j] = v
+        prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
+        priority = pod.priority if "priority" in (pod.raw.get("spec") or {}) else 1
+        if prio_text is not None:
+            try:
+                priority = int(prio_text)
+            except ValueError:
+                pass
+        flag = _flag(pod, PREEMPTABLE_KEY)
+        return cls(
+            uid=pod.uid or pod.key,
+            job=job,
+            pod=pod,
+            resreq=req,
+            status=task_status_of(pod),
+            node_name=pod.node_name,
+            priority=priority,
+            preemptable=True if flag is None else flag.strip().lower() in ("true", "1", "yes"),
+            role=_flag(pod, TASK_SPEC_KEY) or "",
+            best_effort=is_best_effort(req),
+            vector=vec,
+            nonzero=(pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0)),
+            nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
+        )
+
+
+_INDEX_RE = re.compile(r"^-?\d+$")
+
+
+def _name_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) >= 3 and _INDEX_RE.match(parts[-1]):
+        return int(parts[-1])
+    return None
+
+
+def compare_tasks(left: TaskInfo, right: TaskInfo) -> int:
+    """Volcano's default task order: name index suffix, then creation time, then uid (§2.6)."""
+    li, ri = _name_index(left.name), _name_index(right.name)
+    if li is not None and ri is not None and li != ri:
+        return -1 if li < ri else 1
+    lt, rt = left.pod.creation_time or 0.0, right.pod.creation_time or 0.0
+    if lt != rt:
+        return -1 if lt < rt else 1
+    if left.uid != right.uid:
+        return -1 if left.uid < right.uid else 1
+    return 0
+
+
+@dataclass(slots=True, eq=False)
+class JobInfo:
+    """A PodGroup and its tasks, with the task-status index Volcano's readiness checks count over (§2.7)."""
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int
+    min_available: int
+    min_task_member: Mapping[str, int]
+    min_resources: Resources
+    podgroup: PodGroupView | None
+    phase: str
+    creation_time: float
+    preemptable: bool = True
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    allocated: Resources = field(default_factory=Resources)
+    fit_errors: dict[str, FitErrors] = field(default_factory=dict)
+    job_fit_error: str = ""
+    unschedulable: bool = False   # gang marked it unschedulable in this session
+    schedule_start: float | None = None
+
+    # ---- bookkeeping --------------------------------------------------------------------------------------------
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.index.setdefault(task.status, {})[task.uid] = task
+        if task.status in ALLOCATED_STATUS:
+            self.allocated = self.allocated + task.resreq
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        old = task.status
+        bucket = self.index.get(old)
+        if bucket is not None:
+            bucket.pop(task.uid, None)
+        if old in ALLOCATED_STATUS:
+            self.allocated = self.allocated - task.resreq
+        task.status = status
+        self.index.setdefault(status, {})[task.uid] = task
+        if status in ALLOCATED_STATUS:
+            self.allocated = self.allocated + task.resreq
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(len(self.index.get(s, ())) for s in statuses)
+
+    def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
+        out: list[TaskInfo] = []
+        for s in statuses:
+            out.extend(self.index.get(s, {}).values())
+        return out
+
+    # ---- readiness (§2.7) ---------------------------------------------------------------------------------------
+
+    @property
+    def key(self) -> str:
+        return self.uid
+
+    def ready_task_num(self) -> int:
+        return self.count(TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
+                          TaskStatus.SUCCEEDED)
+
+    def waiting_task_num(self) -> int:
+        return self.count(TaskStatus.PIPELINED)
+
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.index.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self.count(*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.podgroup is None or self.phase in ("", "Pending")
+
+    def task_min_total(self) -> int:
+        return sum(self.min_task_member.values())
+
+    def _roles_permissive(self) -> bool:
+        return self.min_available < self.task_min_total()
+
+    def _role_counts(self, statuses: Iterable[TaskStatus], *, empty_pending: bool = False) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for s in statuses:
+            for t in self.index.get(s, {}).values():
+                counts[t.role] = counts.get(t.role, 0) + 1
+        if empty_pending:
+            for t in self.index.get(TaskStatus.PENDING, {}).values():
+                if t.best_effort:
+                    counts[t.role] = counts.get(t.role, 0) + 1
+        return counts
+
+    def check_task_valid(self) -> bool:
+        if self._roles_permissive():
+            return True
+        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED,
+                                    TaskStatus.PENDING])
+        return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
+
+    def check_task_ready(self) -> bool:
+        if self._roles_permissive():
+            return True
+        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED], empty_pending=True)
+        return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
+
+    def check_task_pipelined(self) -> bool:
+        if self._roles_permissive():
+            return True
+        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED],
+                                   empty_pending=True)
+        return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
+
+    def check_task_starving(self) -> bool:
+        if self._roles_permissive():
+            return False
+        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED])
+        return any(counts.get(role, 0) < m for role, m in self.min_task_member.items() if m > 0)
+
+    def need_continue_allocating(self, failed_roles: set[str]) -> bool:
+        """Whether allocation should go on after a task failed predicates (§2.7)."""
+        if self.min_available == len(self.tasks):
+            return False
+        if self.min_available < self.task_min_total():
+            pending_ok = sum(1 for t in self.index.get(TaskStatus.PENDING, {}).values() if t.role not in failed_roles)
+            return self.ready_task_num() + pending_ok >= self.min_available
+        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED], empty_pending=True)
+        for role in failed_roles:
+            m = self.min_task_member.get(role, 0)
+            if m > 0 and counts.get(role, 0) < m:
+                return False
+        return True
+
+    def elastic(self) -> Resources:
+        return (self.allocated - self.min_resources).clamp_nonnegative()
+
+    def inqueue_resource(self) -> Resources:
+        """Positive part of minResources − allocated, over the dimensions minResources names."""
+        out = {k: v - self.allocated.get(k, 0) for k, v in self.min_resources.items()}
+        return Resources({k: v for k, v in out.items() if v > 0})
+
+    def total_request(self) -> Resources:
+        total = Resources()
+        for t in self.tasks.values():
+            total = total + t.resreq
+        return total
+
+
+class NodeInfo:
+    """A node inside a session: its object, tasks and a view of its accounting row in the node arrays."""
+
+    __slots__ = ("name", "index", "view", "tasks", "arrays")
+
+    def __init__(self, view: NodeView, index: int, arrays: NodeArrays) -> None:
+        self.name = view.name
+        self.index = index
+        self.view = view
+        self.tasks: dict[str, TaskInfo] = {}
+        self.arrays = arrays
+
+    def _row(self, matrix: npt.NDArray[np.int64]) -> Resources:
+        return self.arrays.to_resources(matrix[self.index])
+
+    @property
+    def allocatable(self) -> Resources:
+        return self._row(self.arrays.allocatable)
+
+    @property
+    def idle(self) -> Resources:
+        return self._row(self.arrays.idle)
+
+    @property
+    def used(self) -> Resources:
+        return self._row(self.arrays.used)
+
+    @property
+    def releasing(self) -> Resources:
+        return self._row(self.arrays.releasing)
+
+    @property
+    def pipelined(self) -> Resources:
+        return self._row(self.arrays.pipelined)
+
+    @property
+    def future_idle(self) -> Resources:
+        return self._row(self.arrays.future_idle_row(self.index))
+
+    def add_task(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.arrays.add(self.index, task.vector, task.status, task.nonzero)
+
+    def remove_task(self, task: TaskInfo) -> None:
+        if self.tasks.pop(task.uid, None) is not None:
+            self.arrays.remove(self.index, task.vector, task.status, task.nonzero)
+
+    def pods(self) -> list[PodView]:
+        return [t.pod for t in self.tasks.values() if t.status in _ON_NODE]
+
+
+@dataclass(slots=True, eq=False)
+class QueueInfo:
+    name: str
+    weight: int
+    capability: Resources
+    deserved: Resources
+    guarantee: Resources
+    reclaimable: bool
+    priority: int
+    parent: str
+    state: str
+    creation_time: float
+    view: QueueView | None = None
+
+    @property
+    def uid(self) -> str:
+        return self.name
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in ("", "Open")
+
+    @classmethod
+    def from_view(cls, q: QueueView) -> QueueInfo:
+        created = (q.raw.get("metadata") or {}).get("creationTimestamp")
+        from common.clock import parse_rfc3339
+
+        t = parse_rfc3339(created, field=f"Queue {q.name}: metadata.creationTimestamp") if created else 0.0
+        return cls(name=q.name, weight=q.weight, capability=q.capability, deserved=q.deserved,
+                   guarantee=q.guarantee, reclaimable=q.reclaimable, priority=q.priority, parent=q.parent,
+                   state=q.state, creation_time=t, view=q)
+
+
+def on_node(status: TaskStatus) -> bool:
+    return status in _ON_NODE

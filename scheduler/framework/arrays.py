@@ -1,0 +1,111 @@
+"""Node accounting as int64 matrices ``[nodes, resources]`` so that a task can be checked against every node at
+once (specs/volcano.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from common.resources import CPU, MEMORY, PODS, Resources
+
+from .api import TaskStatus, on_node
+
+__all__ = ["NodeArrays", "resource_columns"]
+
+IntArray = npt.NDArray[np.int64]
+
+
+def resource_columns(names: Iterable[str]) -> list[str]:
+    """cpu, memory, pods first (Volcano's check order), then the other names sorted."""
+    rest = sorted(set(names) - {CPU, MEMORY, PODS})
+    return [CPU, MEMORY, PODS, *rest]
+
+
+class NodeArrays:
+    """Allocatable, idle, used, releasing and pipelined per node, plus kube's non-zero cpu/memory requests."""
+
+    def __init__(self, columns: Sequence[str], allocatable: Sequence[Mapping[str, int]]) -> None:
+        self.columns = list(columns)
+        self.col = {c: j for j, c in enumerate(self.columns)}
+        n, k = len(allocatable), len(self.columns)
+        self.allocatable = np.zeros((n, k), dtype=np.int64)
+        for i, alloc in enumerate(allocatable):
+            for name, v in alloc.items():
+                j = self.col.get(name)
+                if j is not None:
+                    self.allocatable[i, j] = v
+        self.idle = self.allocatable.copy()
+        self.used = np.zeros((n, k), dtype=np.int64)
+        self.releasing = np.zeros((n, k), dtype=np.int64)
+        self.pipelined = np.zeros((n, k), dtype=np.int64)
+        self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
+        self.task_count = np.zeros(n, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.allocatable.shape[0])
+
+    def vector(self, res: Mapping[str, int]) -> IntArray:
+        vec = np.zeros(len(self.columns), dtype=np.int64)
+        for name, v in res.items():
+            j = self.col.get(name)
+            if j is not None:
+                vec[j] = v
+        return vec
+
+    def to_resources(self, row: IntArray) -> Resources:
+        return Resources({c: int(v) for c, v in zip(self.columns, row.tolist(), strict=True) if v})
+
+    def future_idle(self) -> IntArray:
+        return self.idle + self.releasing - self.pipelined
+
+    def future_idle_row(self, i: int) -> IntArray:
+        row: IntArray = self.idle[i] + self.releasing[i] - self.pipelined[i]
+        return row
+
+    def requested(self) -> IntArray:
+        """kube's ``NodeInfo.Requested``: what bound, binding and allocated pods request (releasing included)."""
+        return self.used
+
+    def add(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
+        if status is TaskStatus.PIPELINED:
+            self.pipelined[i] += vec
+            return
+        if not on_node(status):
+            return
+        self.idle[i] -= vec
+        self.used[i] += vec
+        if status is TaskStatus.RELEASING:
+            self.releasing[i] += vec
+        self.nonzero_requested[i, 0] += nonzero[0]
+        self.nonzero_requested[i, 1] += nonzero[1]
+        self.task_count[i] += 1
+
+    def remove(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
+        if status is TaskStatus.PIPELINED:
+            self.pipelined[i] -= vec
+            return
+        if not on_node(status):
+            return
+        self.idle[i] += vec
+        self.used[i] -= vec
+        if status is TaskStatus.RELEASING:
+            self.releasing[i] -= vec
+        self.nonzero_requested[i, 0] -= nonzero[0]
+        self.nonzero_requested[i, 1] -= nonzero[1]
+        self.task_count[i] -= 1
+
+    def fits(self, vec: IntArray, free: IntArray) -> npt.NDArray[np.bool_]:
+        """``vec <= free`` on every column the task requests (a zero request never fails, even on negative idle)."""
+        need = vec > 0
+        if not need.any():
+            return np.ones(free.shape[0], dtype=np.bool_)
+        out: npt.NDArray[np.bool_] = np.all(free[:, need] >= vec[need], axis=1)
+        return out
+
+    def first_insufficient(self, vec: IntArray, free_row: IntArray) -> str:
+        for j, c in enumerate(self.columns):
+            if vec[j] > 0 and free_row[j] < vec[j]:
+                return c
+        return ""

@@ -1,0 +1,551 @@
+"""One scheduling cycle: the snapshot turned into tasks/jobs/nodes/queues, the callbacks plugins registered, and
+the tier-voting rules that combine them (specs/volcano.md §2.1, §2.6).
+
+Actions only call the session's combined entry points (``job_ready``, ``preemptable``, ``evaluate`` ...); they
+never look at individual plugins.  External effects (binds, evictions) go through a :class:`SessionSink`.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from common.clock import Clock
+from common.objects import NodeView
+from common.resources import Resources
+from scheduler.conf import SchedulerConf
+
+from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, compare_tasks
+from .arrays import NodeArrays, resource_columns
+from .plugin import Arguments, Plugin, plugin_builders
+from .snapshot import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, Snapshot, job_id_of, job_priority
+from .status import FilterResult, FitErrors, Status
+
+__all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
+           "REJECT", "ExplainRecord"]
+
+log = logging.getLogger(__name__)
+
+ABSTAIN, PERMIT, REJECT = 0, 1, -1
+T = TypeVar("T")
+IntArray = npt.NDArray[np.int64]
+
+
+class SessionSink(Protocol):
+    """Where committed operations go: the engine's binder/evictor, or a recorder for ``explain``."""
+
+    def bind(self, task: TaskInfo, node: str) -> None: ...
+
+    def evict(self, task: TaskInfo, reason: str) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandler:
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ValidateResult:
+    passed: bool
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(slots=True)
+class ExplainRecord:
+    """Per pending pod: filter outcome and plugin scores per node, as seen when it was considered."""
+
+    node: str | None = None
+    filter: dict[str, dict[str, str]] = field(default_factory=dict)
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    message: str = ""
+
+
+class PriorityQueue(Generic[T]):
+    """A heap ordered by a three-way comparison that may consult live plugin state (Volcano's util.PriorityQueue)."""
+
+    def __init__(self, cmp: Callable[[T, T], int], items: Iterable[T] = ()) -> None:
+        self._cmp = cmp
+        self._seq = itertools.count()
+        self._heap: list[_Entry[T]] = []
+        for it in items:
+            self.push(it)
+
+    def push(self, item: T) -> None:
+        heapq.heappush(self._heap, _Entry(item, next(self._seq), self._cmp))
+
+    def pop(self) -> T:
+        return heapq.heappop(self._heap).item
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def empty(self) -> bool:
+        return not self._heap
+
+
+class _Entry(Generic[T]):
+    __slots__ = ("item", "seq", "cmp")
+
+    def __init__(self, item: T, seq: int, cmp: Callable[[T, T], int]) -> None:
+        self.item, self.seq, self.cmp = item, seq, cmp
+
+    def __lt__(self, other: _Entry[T]) -> bool:
+        c = self.cmp(self.item, other.item)
+        return c < 0 if c != 0 else self.seq < other.seq
+
+
+Order = Callable[[Any, Any], int]
+_FLAGS = {
+    "job_order": "enableJobOrder", "task_order": "enableTaskOrder", "queue_order": "enableQueueOrder",
+    "job_ready": "enableJobReady", "job_pipelined": "enableJobPipelined", "job_starving": "enableJobStarving",
+    "job_enqueueable": "enableJobEnqueued", "job_enqueued": "enableJobEnqueued", "predicate": "enablePredicate",
+    "pre_predicate": "enablePredicate", "vector_predicate": "enablePredicate", "best_node": "enableBestNode",
+    "node_order": "enableNodeOrder", "vector_score": "enableNodeOrder", "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable", "preemptive": "enablePreemptive", "overused": "enabledOverused",
+    "allocatable": "enabledAllocatable", "reserved_nodes": "enableReservedNodes", "target_job": "enableTargetJob",
+}
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, sink: SessionSink,
+                 scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0, explain: bool = False,
+                 uid: str = "") -> None:
+        self.snapshot = snapshot
+        self.conf = conf
+        self.clock = clock
+        self.now = clock.now()
+        self.sink = sink
+        self.uid = uid or f"session-{int(self.now * 1000)}"
+        self.scheduler_name = scheduler_name
+        self.rng = np.random.default_rng(seed)
+        self.action_names = set(conf.actions)
+        self.explain: dict[str, ExplainRecord] | None = {} if explain else None
+        self.evicted: list[str] = []
+        self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
+            *_FLAGS, "victim_queue_order", "job_valid")}
+        self.event_handlers: list[EventHandler] = []
+        self.plugins: dict[str, Plugin] = {}
+        self.action_arguments: Mapping[str, Any] = {}
+        self._build(snapshot)
+        self._open_plugins()
+
+    # ---- building ----------------------------------------------------------------------------------------------
+
+    def _build(self, snap: Snapshot) -> None:
+        names: set[str] = set()
+        for n in snap.nodes:
+            names.update(n.allocatable)
+        for p in snap.pods:
+            names.update(p.requests)
+        self.arrays = NodeArrays(resource_columns(names), [n.allocatable for n in snap.nodes])
+        self.nodes: list[NodeInfo] = [NodeInfo(v, i, self.arrays) for i, v in enumerate(snap.nodes)]
+        self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
+        self.total_resource: Resources = snap.total_allocatable()
+        self.queues: dict[str, QueueInfo] = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
+        if DEFAULT_QUEUE not in self.queues:
+            self.queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, 1, Resources(), Resources(), Resources(), True, 0,
+                                                   "", "Open", 0.0)
+        self.jobs: dict[str, JobInfo] = {}
+        self.tasks: dict[str, TaskInfo] = {}
+        self.missing_queue: dict[str, str] = {}
+        col = self.arrays.col
+        for pg in snap.podgroups.values():
+            self.jobs[pg.key] = JobInfo(
+                uid=pg.key, name=pg.name, namespace=pg.namespace, queue=pg.queue or DEFAULT_QUEUE,
+                priority=job_priority(pg, None, snap), min_available=pg.min_member,
+                min_task_member=dict(pg.min_task_member), min_resources=pg.min_resources, podgroup=pg,
+                phase=pg.phase or "Pending", creation_time=pg.creation_time or 0.0,
+                preemptable=pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false",
+            )
+        for pod in snap.pods:
+            ours = pod.scheduler_name == self.scheduler_name
+            if pod.terminal and not ours:
+                continue
+            jid = job_id_of(pod)
+            task = TaskInfo.from_pod(pod, jid if ours else "", col)
+            if ours:
+                job = self.jobs.get(jid)
+                if job is None and not pod.group_name:
+                    job = JobInfo(uid=jid, name=jid.split("/", 1)[1], namespace=pod.namespace, queue=DEFAULT_QUEUE,
+                                  priority=job_priority(None, pod, snap), min_available=1, min_task_member={},
+                                  min_resources=Resources(), podgroup=None,
+                                  phase="Pending" if task.status is TaskStatus.PENDING else "Running",
+                                  creation_time=pod.creation_time or 0.0)
+                    self.jobs[jid] = job
+                if job is not None:
+                    job.add_task(task)
+                    self.tasks[task.uid] = task
+                else:
+                    task.job = ""
+            if task.node_name and task.node_name in self.node_by_name and not pod.terminal:
+                self.node_by_name[task.node_name].add_task(task)
+        for job in list(self.jobs.values()):
+            if job.queue not in self.queues:
+                self.missing_queue[job.uid] = job.queue
+                job.job_fit_error = f"queue {job.queue!r} of job {job.uid} does not exist"
+
+    def _open_plugins(self) -> None:
+        builders = plugin_builders()
+        for tier in self.conf.tiers:
+            for opt in tier.plugins:
+                builder = builders.get(opt.name)
+                if builder is None:
+                    continue
+                plugin = builder(Arguments(opt.arguments, weight=opt.weight))
+                self.plugins[opt.name] = plugin
+                plugin.on_session_open(self)
+
+    def close(self) -> None:
+        for plugin in self.plugins.values():
+            plugin.on_session_close(self)
+
+    # ---- registration -------------------------------------------------------------------------------------------
+
+    def _add(self, kind: str, plugin: str, fn: Any) -> None:
+        self.fns[kind][plugin] = fn
+
+    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+        self._add("job_order", plugin, fn)
+
+    def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
+        self._add("task_order", plugin, fn)
+
+    def add_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo], int]) -> None:
+        self._add("queue_order", plugin, fn)
+
+    def add_victim_queue_order_fn(self, plugin: str, fn: Callable[[QueueInfo, QueueInfo, QueueInfo], int]) -> None:
+        self._add("victim_queue_order", plugin, fn)
+
+    def add_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], list[Status]]) -> None:
+        self._add("predicate", plugin, fn)
+
+    def add_pre_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], Status | None]) -> None:
+        self._add("pre_predicate", plugin, fn)
+
+    def add_vector_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], FilterResult]) -> None:
+        self._add("vector_predicate", plugin, fn)
+
+    def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
+        self._add("node_order", plugin, fn)
+
+    def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray]) -> None:
+        """A score for every node, already normalised and weighted as it should enter the sum."""
+        self._add("vector_score", plugin, fn)
+
+    def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, Mapping[str, float]], str | None]) -> None:
+        self._add("best_node", plugin, fn)
+
+    def add_preemptable_fn(self, plugin: str,
+                           fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo] | None, int]]) -> None:
+        self._add("preemptable", plugin, fn)
+
+    def add_reclaimable_fn(self, plugin: str,
+                           fn: Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo] | None, int]]) -> None:
+        self._add("reclaimable", plugin, fn)
+
+    def add_overused_fn(self, plugin: str, fn: Callable[[QueueInfo], bool]) -> None:
+        self._add("overused", plugin, fn)
+
+    def add_allocatable_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("allocatable", plugin, fn)
+
+    def add_preemptive_fn(self, plugin: str, fn: Callable[[QueueInfo, TaskInfo], bool]) -> None:
+        self._add("preemptive", plugin, fn)
+
+    def add_job_ready_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_ready", plugin, fn)
+
+    def add_job_pipelined_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_pipelined", plugin, fn)
+
+    def add_job_enqueueable_fn(self, plugin: str, fn: Callable[[JobInfo], int]) -> None:
+        self._add("job_enqueueable", plugin, fn)
+
+    def add_job_enqueued_fn(self, plugin: str, fn: Callable[[JobInfo], None]) -> None:
+        self._add("job_enqueued", plugin, fn)
+
+    def add_job_starving_fn(self, plugin: str, fn: Callable[[JobInfo], bool]) -> None:
+        self._add("job_starving", plugin, fn)
+
+    def add_job_valid_fn(self, plugin: str, fn: Callable[[JobInfo], ValidateResult | None]) -> None:
+        self._add("job_valid", plugin, fn)
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    # ---- iteration over enabled callbacks -------------------------------------------------------------------------
+
+    def _tiers(self, kind: str) -> list[list[tuple[str, Any]]]:
+        flag = _FLAGS.get(kind)
+        fns = self.fns[kind]
+        out: list[list[tuple[str, Any]]] = []
+        for tier in self.conf.tiers:
+            row = []
+            for opt in tier.plugins:
+                if flag is not None and not opt.enabled(flag):
+                    continue
+                fn = fns.get(opt.name)
+                if fn is not None:
+                    row.append((opt.name, fn))
+            out.append(row)
+        return out
+
+    def enabled(self, kind: str) -> list[tuple[str, Any]]:
+        return [pair for row in self._tiers(kind) for pair in row]
+
+    # ---- orders -------------------------------------------------------------------------------------------------
+
+    def _first_nonzero(self, kind: str, *args: Any) -> int:
+        for _, fn in self.enabled(kind):
+            c = int(fn(*args))
+            if c != 0:
+                return c
+        return 0
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        c = self._first_nonzero("job_order", left, right)
+        if c:
+            return c
+        if left.creation_time != right.creation_time:
+            return -1 if left.creation_time < right.creation_time else 1
+        return -1 if left.uid < right.uid else (1 if left.uid > right.uid else 0)
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
+        c = self._first_nonzero("task_order", left, right)
+        return c if c else compare_tasks(left, right)
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        c = self._first_nonzero("queue_order", left, right)
+        if c:
+            return c
+        if left.creation_time != right.creation_time:
+            return -1 if left.creation_time < right.creation_time else 1
+        return -1 if left.name < right.name else (1 if left.name > right.name else 0)
+
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        for _, fn in self.enabled("victim_queue_order"):
+            c = int(fn(left, right, preemptor))
+            if c:
+                return c
+        return -self.queue_order(left, right)
+
+    # ---- job votes ----------------------------------------------------------------------------------------------
+
+    def _all_true(self, kind: str, *args: Any) -> bool:
+        return all(fn(*args) for _, fn in self.enabled(kind))
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return self._all_true("job_ready", job)
+
+    def _vote(self, kind: str, job: JobInfo) -> bool:
+        for row in self._tiers(kind):
+            permitted = False
+            for _, fn in row:
+                v = int(fn(job))
+                if v < 0:
+                    return False
+                if v > 0:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for _, fn in self.enabled("job_enqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for row in self._tiers("job_starving"):
+            if not row:
+                continue
+            for _, fn in row:
+                if not fn(job):
+                    return False
+            return True
+        return False
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for _, fn in self.enabled("job_valid"):
+            res: ValidateResult | None = fn(job)
+            if res is not None and not res.passed:
+                return res
+        return None
+
+    # ---- queue votes --------------------------------------------------------------------------------------------
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for _, fn in self.enabled("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all_true("allocatable", queue, task)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._all_true("preemptive", queue, task)
+
+    # ---- victims (§2.6: intersection inside a tier, empty list passes to the next tier) -------------------------
+
+    def _victims(self, kind: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        for row in self._tiers(kind):
+            result: dict[str, TaskInfo] | None = None
+            initialised = False
+            for _, fn in row:
+                victims, abstain = fn(preemptor, candidates)
+                if abstain == 0:
+                    continue
+                if not victims:
+                    result, initialised = None, False
+                    break
+                ids = {v.uid: v for v in victims}
+                if not initialised:
+                    result, initialised = ids, True
+                else:
+                    assert result is not None
+                    result = {k: v for k, v in result.items() if k in ids}
+                    if not result:
+                        result, initialised = None, False
+            if result is not None:
+                return list(result.values())
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("reclaimable", reclaimer, candidates)
+
+    def victim_order(self, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
+        """Volcano's victims priority queue order: popped first = evicted first (§2.6)."""
+        pjob = self.jobs.get(preemptor.job)
+
+        def cmp(left: TaskInfo, right: TaskInfo) -> int:
+            if left.job == right.job:
+                return -self.task_order(left, right)
+            lj, rj = self.jobs.get(left.job), self.jobs.get(right.job)
+            if lj is None or rj is None:
+                return -1 if lj is None else 1
+            if pjob is None or (lj.queue == rj.queue):
+                c = -self.job_order(lj, rj)
+                return c if c else -self.task_order(left, right)
+            lq, rq, pq = self.queues.get(lj.queue), self.queues.get(rj.queue), self.queues.get(pjob.queue)
+            if lq is None or rq is None or pq is None:
+                return 0
+            return self.victim_queue_order(lq, rq, pq)
+        return cmp
+
+    # ---- statement primitives (in-session effects) -----------------------------------------------------------------
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.allocate is not None:
+                h.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for h in self.event_handlers:
+            if h.deallocate is not None:
+                h.deallocate(task)
+
+    def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
+
+    def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
+        self.set_status(task, status)
+        task.node_name = node.name
+        node.add_task(task)
+        self.fire_allocate(task)
+
+    def unplace(self, task: TaskInfo) -> None:
+        node = self.node_by_name.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        self.set_status(task, TaskStatus.PENDING)
+        task.node_name = ""
+        self.fire_deallocate(task)
+
+    def mark_releasing(self, task: TaskInfo) -> None:
+        node = self.node_by_name.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        self.set_status(task, TaskStatus.RELEASING)
+        if node is not None:
+            node.add_task(task)
+        self.fire_deallocate(task)
+
+    def unmark_releasing(self, task: TaskInfo, status: TaskStatus = TaskStatus.RUNNING) -> None:
+        node = self.node_by_name.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        self.set_status(task, status)
+        if node is not None:
+            node.add_task(task)
+        self.fire_allocate(task)
+
+    def dispatch(self, task: TaskInfo) -> None:
+        """Send the bind for an Allocated task (status Binding in this session)."""
+        node = self.node_by_name[task.node_name]
+        node.remove_task(task)
+        self.set_status(task, TaskStatus.BINDING)
+        node.add_task(task)
+        self.sink.bind(task, task.node_name)
+
+    def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        """Allocate outside a statement (backfill) and bind the job's allocated tasks once it is ready."""
+        self.place(task, node, TaskStatus.ALLOCATED)
+        job = self.jobs.get(task.job)
+        if job is not None and self.job_ready(job):
+            for t in job.tasks_in(TaskStatus.ALLOCATED):
+                self.dispatch(t)
+
+    def evict_now(self, task: TaskInfo, reason: str) -> bool:
+        self.mark_releasing(task)
+        if self.sink.evict(task, reason):
+            self.evicted.append(task.key)
+            return True
+        self.unmark_releasing(task)
+        return False
+
+    # ---- helpers for actions ------------------------------------------------------------------------------------
+
+    def job_queue(self) -> PriorityQueue[JobInfo]:
+        return PriorityQueue(self.job_order)
+
+    def task_queue(self, tasks: Iterable[TaskInfo] = ()) -> PriorityQueue[TaskInfo]:
+        return PriorityQueue(self.task_order, tasks)
+
+    def queue_queue(self) -> PriorityQueue[QueueInfo]:
+        return PriorityQueue(self.queue_order)
+
+    def sorted_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=functools.cmp_to_key(self.task_order))
+
+    def node_views(self) -> list[NodeView]:
+        return [n.view for n in self.nodes]
+
+    def record_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.fit_errors[task.uid] = errors
+        task.last_fit_message = errors.message()
+        if self.explain is not None:
+            rec = self.explain.setdefault(task.key, ExplainRecord())
+            rec.message = task.last_fit_message

@@ -1,0 +1,98 @@
+"""A consistent, parsed view of the cluster for one session, and how pods become tasks and jobs
+(specs/volcano.md §2.1; DESIGN.md: pods without a group form a group of one)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
+from common.resources import Resources
+
+__all__ = ["Snapshot", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority"]
+
+DEFAULT_QUEUE = "default"
+DEFAULT_SCHEDULER_NAME = "loadwise-scheduler"
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """What a session starts from.  Everything is already parsed; the session never reads raw dicts again."""
+
+    nodes: list[NodeView]
+    pods: list[PodView]
+    podgroups: dict[str, PodGroupView] = field(default_factory=dict)
+    queues: dict[str, QueueView] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClassView] = field(default_factory=dict)
+    node_metrics: dict[str, NodeMetricView] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)   # e.g. waterline percents for loadaware
+
+    @classmethod
+    def build(cls, nodes: Iterable[NodeView], pods: Iterable[PodView], podgroups: Iterable[PodGroupView] = (),
+              queues: Iterable[QueueView] = (), priority_classes: Iterable[PriorityClassView] = (),
+              node_metrics: Iterable[NodeMetricView] = ()) -> Snapshot:
+        return cls(
+            nodes=sorted((n for n in nodes if n.ready), key=lambda n: n.name),
+            pods=list(pods),
+            podgroups={pg.key: pg for pg in podgroups},
+            queues={q.name: q for q in queues},
+            priority_classes={pc.name: pc for pc in priority_classes},
+            node_metrics={m.name: m for m in node_metrics},
+        )
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, object]]) -> Snapshot:
+        """Parse the objects ``kubectl get -o yaml`` prints (Node, Pod, NodeMetric, PodGroup, Queue, PriorityClass)."""
+        nodes: list[NodeView] = []
+        pods: list[PodView] = []
+        groups: list[PodGroupView] = []
+        queues: list[QueueView] = []
+        pcs: list[PriorityClassView] = []
+        metrics: list[NodeMetricView] = []
+        for obj in objects:
+            kind = obj.get("kind")
+            if kind == "Node":
+                nodes.append(NodeView.parse(obj))
+            elif kind == "Pod":
+                pods.append(PodView.parse(obj))
+            elif kind == "PodGroup":
+                groups.append(PodGroupView.parse(obj))
+            elif kind == "Queue":
+                queues.append(QueueView.parse(obj))
+            elif kind == "PriorityClass":
+                pcs.append(PriorityClassView.parse(obj))
+            elif kind == "NodeMetric":
+                metrics.append(NodeMetricView.parse(obj))
+        return cls.build(nodes, pods, groups, queues, pcs, metrics)
+
+    def global_default_priority(self) -> int:
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    def total_allocatable(self) -> Resources:
+        total = Resources()
+        for n in self.nodes:
+            total = total + n.allocatable
+        return total
+
+
+def job_id_of(pod: PodView) -> str:
+    group = pod.group_name
+    if group:
+        return f"{pod.namespace}/{group}"
+    return f"{pod.namespace}/podgroup-{pod.uid or pod.name}"
+
+
+def job_priority(pg: PodGroupView | None, pod: PodView | None, snapshot: Snapshot) -> int:
+    if pg is not None:
+        if pg.priority_class_name and pg.priority_class_name in snapshot.priority_classes:
+            return snapshot.priority_classes[pg.priority_class_name].value
+        return snapshot.global_default_priority()
+    if pod is not None:
+        if pod.priority_class_name in snapshot.priority_classes:
+            return snapshot.priority_classes[pod.priority_class_name].value
+        if "priority" in (pod.raw.get("spec") or {}):
+            return pod.priority
+    return snapshot.global_default_priority()

@@ -1,0 +1,1 @@
+"""Scheduler plugins, one per module; each registers its builder with the framework."""

@@ -1,0 +1,78 @@
+"""noderesources: kube's NodeResourcesFit — the fit filter with kube's reasons and the LeastAllocated /
+MostAllocated / RequestedToCapacityRatio scores (specs/kube-scoring.md §3-6), over the session's node arrays.
+
+The filter compares with what the node will have free once releasing pods are gone and pipelined ones arrive
+(``allocatable − future idle``), so that pipelining onto a node being preempted stays possible, exactly as the
+session's own future-idle check does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import Session
+from scheduler.framework.status import Code, FilterResult
+from scheduler.scoring.fit import fit_filter
+from scheduler.scoring.inputs import scoring_inputs
+from scheduler.scoring.resource_fit import parse_scoring_strategy, score_strategy
+
+__all__ = ["NodeResources"]
+
+NAME = "noderesources"
+IntArray = npt.NDArray[np.int64]
+
+
+def _names(raw: Any, key: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Sequence) or isinstance(raw, str) or not all(isinstance(x, str) for x in raw):
+        raise ValueError(f"{NAME} argument {key}: must be a list of strings")
+    return tuple(raw)
+
+
+class NodeResources:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        self.strategy = parse_scoring_strategy(args.get("scoringStrategy"), source=f"plugin {NAME}",
+                                               field="scoringStrategy")
+        self.ignored = _names(args.get("ignoredResources"), "ignoredResources")
+        self.ignored_groups = _names(args.get("ignoredResourceGroups"), "ignoredResourceGroups")
+        self.weight = args.score_weight()
+
+    def on_session_open(self, ssn: Session) -> None:
+        arr = ssn.arrays
+
+        def predicate(task: TaskInfo) -> FilterResult:
+            requested = arr.allocatable - arr.future_idle()
+            res = fit_filter(task.pod.requests, arr.columns, arr.allocatable, requested, arr.task_count,
+                             ignored_resources=self.ignored, ignored_groups=self.ignored_groups)
+            reasons = {}
+            for i in np.flatnonzero(~res.mask).tolist():
+                code = Code.UNRESOLVABLE if res.unresolvable[i] else Code.UNSCHEDULABLE
+                reasons[i] = [(code, r) for r in res.reasons(i)]
+            return FilterResult(res.mask, reasons)
+
+        def score(task: TaskInfo) -> IntArray:
+            alloc, node_req, pod_vec, active = scoring_inputs(
+                self.strategy.names, task.pod, arr.columns, arr.allocatable, arr.used, arr.nonzero_requested,
+                non_zero=True)
+            out: IntArray = score_strategy(self.strategy, alloc, node_req + pod_vec[None, :], active) * self.weight
+            return out
+
+        ssn.add_vector_predicate_fn(NAME, predicate)
+        ssn.add_vector_score_fn(NAME, score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> NodeResources:
+    return NodeResources(args)
