@@ -1,0 +1,525 @@
+"""The waterline planner: merge fired rules, compute gaps, pick pods, and act only until the gap closes.
+
+This is crane's executor (specs/crane.md §4–§6, SPEC column) as a pure function of the rule results, the
+node snapshot, the engine's memory and an injected :class:`Actuators`.  Actuation is injected rather than
+returned because a gap closes only by what was *accepted*: an eviction refused by a PodDisruptionBudget
+releases nothing, so the next pod in the order must be tried.  In dry-run and in ``qos-plan`` the
+actuators record and accept; in the simulator they act on simulated pods; in the agent they write
+cgroups and call the Eviction API.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Protocol
+
+from agent.qos.detect import RuleResult, to_fraction
+from agent.qos.rank import pod_allowed, rank
+from agent.qos.state import (
+    CPU_TOTAL_USAGE,
+    CPU_TOTAL_UTILIZATION,
+    MEMORY_TOTAL_USAGE,
+    MEMORY_TOTAL_UTILIZATION,
+    ContainerState,
+    NodeState,
+    PodState,
+)
+from agent.qos.throttle import Step, step_down, step_up
+
+__all__ = [
+    "Outcome",
+    "ActResult",
+    "Actuators",
+    "EvictionRateLimit",
+    "ThrottleMemo",
+    "EngineMemory",
+    "ActionRecord",
+    "SkipRecord",
+    "PlanResult",
+    "Waterline",
+    "EVICT_METRICS",
+    "DEFAULT_GRACE_SECONDS",
+    "gap_for",
+    "execute",
+]
+
+DEFAULT_GRACE_SECONDS = 30
+# crane §2.2: the four metrics an action can quantify, all ActionPriority 5; ties go by name (§5.4).
+EVICT_METRICS: dict[str, int] = {
+    CPU_TOTAL_USAGE: 5,
+    CPU_TOTAL_UTILIZATION: 5,
+    MEMORY_TOTAL_USAGE: 5,
+    MEMORY_TOTAL_UTILIZATION: 5,
+}
+
+
+class Outcome(enum.StrEnum):
+    ACCEPTED = "accepted"
+    REFUSED = "refused"  # e.g. 429 from a PodDisruptionBudget
+    GONE = "gone"  # the pod (or cgroup) no longer exists
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ActResult:
+    outcome: Outcome
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.ACCEPTED
+
+
+class Actuators(Protocol):
+    def evict(self, pod: PodState, grace_period_seconds: int) -> ActResult: ...
+
+    def set_cpu_quota(self, pod: PodState, container: ContainerState, quota_us: int, period_us: int) -> ActResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRateLimit:
+    """At most ``max_evictions`` accepted evictions per node in any ``per_seconds`` window."""
+
+    max_evictions: int = 1
+    per_seconds: float = 10.0
+
+    def allows(self, history: deque[float], now: float) -> bool:
+        while history and history[0] <= now - self.per_seconds:
+            history.popleft()
+        return len(history) < self.max_evictions
+
+
+@dataclass(slots=True)
+class ThrottleMemo:
+    """What the engine remembers about one container it throttled, to restore it and to replay offline."""
+
+    uid: str
+    original_quota_us: int
+    raw_quota_us: int  # the quota the snapshot itself showed when we last wrote
+    written_quota_us: int
+    step_ratio: int
+    min_ratio: int
+
+
+@dataclass(slots=True)
+class EngineMemory:
+    throttled: dict[tuple[str, str], ThrottleMemo] = field(default_factory=dict)
+    evicted: dict[str, str] = field(default_factory=dict)  # pod key -> uid, until the pod leaves the node
+    eviction_times: deque[float] = field(default_factory=deque)
+    raw_quota: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def overlay(self, state: NodeState) -> NodeState:
+        """Show our last write where the snapshot still shows the value from before it.
+
+        A live snapshot re-reads the cgroup and already shows the write; a replayed state file does not,
+        and without this each replayed tick would step from the file's quota again.
+        """
+        self.raw_quota = {(p.key, c.name): c.cpu_quota_us for p in state.pods for c in p.containers}
+        if not self.throttled:
+            return state
+        pods: list[PodState] = []
+        for p in state.pods:
+            containers: list[ContainerState] = []
+            for c in p.containers:
+                memo = self.throttled.get((p.key, c.name))
+                if memo is not None and memo.uid == p.uid and c.cpu_quota_us == memo.raw_quota_us:
+                    c = replace(c, cpu_quota_us=memo.written_quota_us)
+                containers.append(c)
+            pods.append(replace(p, containers=tuple(containers)))
+        return replace(state, pods=tuple(pods))
+
+    def prune(self, state: NodeState) -> None:
+        present = {p.key: p.uid for p in state.pods}
+        for key, uid in list(self.evicted.items()):
+            if present.get(key, None) != uid:
+                del self.evicted[key]
+        containers = {(p.key, c.name): p.uid for p in state.pods for c in p.containers}
+        for ck, memo in list(self.throttled.items()):
+            if containers.get(ck) != memo.uid:
+                del self.throttled[ck]
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    pod: str
+    action: str  # evict | throttle
+    rules: tuple[str, ...]
+    released: dict[str, Fraction]
+    grace_period_seconds: int | None = None
+    direction: str = ""  # down | up (throttle)
+    container: str = ""
+    cpu_quota_us: int = 0
+    cpu_period_us: int = 0
+    previous_quota_us: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        released = {k: _number(v) for k, v in sorted(self.released.items())}
+        if self.action == "evict":
+            return {"pod": self.pod, "action": "evict", "gracePeriodSeconds": self.grace_period_seconds,
+                    "released": released, "rules": list(self.rules)}
+        return {"pod": self.pod, "action": "throttle", "direction": self.direction, "container": self.container,
+                "cpuQuota": self.cpu_quota_us, "cpuPeriod": self.cpu_period_us,
+                "previousCpuQuota": self.previous_quota_us, "released": released, "rules": list(self.rules)}
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRecord:
+    pod: str
+    action: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"pod": self.pod, "action": self.action, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class PlanResult:
+    order: list[str] | None = None
+    actions: list[ActionRecord] = field(default_factory=list)
+    skipped: list[SkipRecord] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    evictions_refused: int = 0
+    evictions_rate_limited: int = 0
+
+
+@dataclass(slots=True)
+class Waterline:
+    """The smallest waterline among the fired rules on one metric (crane §2.3), with its rule's excess."""
+
+    value: Fraction
+    excess: Fraction
+    rules: list[str] = field(default_factory=list)
+
+    def push(self, value: Fraction, excess: Fraction, rule: str) -> None:
+        if value < self.value or (value == self.value and excess > self.excess):
+            self.value, self.excess = value, excess
+        self.rules.append(rule)
+
+
+@dataclass(slots=True)
+class _Candidate:
+    pod: PodState
+    rules: list[str]
+    step_ratio: int = 0
+    min_ratio: int = 0
+    grace: int | None = None
+
+
+@dataclass(slots=True)
+class _Merged:
+    evict: dict[str, _Candidate] = field(default_factory=dict)
+    down: dict[str, _Candidate] = field(default_factory=dict)
+    up: dict[str, _Candidate] = field(default_factory=dict)
+    evict_wl: dict[str, Waterline] = field(default_factory=dict)
+    down_wl: dict[str, Waterline] = field(default_factory=dict)
+    up_wl: dict[str, Waterline] = field(default_factory=dict)
+
+
+def _number(v: Fraction) -> int | float:
+    return int(v) if v.denominator == 1 else round(float(v), 3)
+
+
+def _push(wls: dict[str, Waterline], r: RuleResult) -> None:
+    metric = r.rule.metric.name
+    if metric in wls:
+        wls[metric].push(r.rule.metric.value, r.policy.execute_excess, r.key)
+    else:
+        wls[metric] = Waterline(r.rule.metric.value, r.policy.execute_excess, [r.key])
+
+
+def _skip_reason(pod: PodState) -> str:
+    if pod.critical:
+        return "critical pod (static, mirror or system priority)"
+    if pod.terminating:
+        return "terminating"
+    return f"phase {pod.phase}"
+
+
+def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory, out: PlanResult) -> _Merged:
+    """crane §4: candidates per list without duplicates; throttle ratios max, grace period min."""
+    m = _Merged()
+    skipped: set[tuple[str, str]] = set()
+    for r in results:
+        if r.rule.preview or not (r.triggered or r.restored):
+            continue
+        action = r.rule.action
+        targets: list[tuple[str, dict[str, _Candidate], dict[str, Waterline]]] = []
+        if action.eviction is not None and r.triggered:
+            targets.append(("evict", m.evict, m.evict_wl))
+        if action.throttle is not None:
+            if r.triggered:
+                targets.append(("throttle", m.down, m.down_wl))
+            else:
+                targets.append(("throttle", m.up, m.up_wl))
+        for kind, cands, wls in targets:
+            _push(wls, r)
+            for pod in state.pods:
+                if not pod_allowed(r.policy, action.name, pod):
+                    continue
+                if not pod.actionable:
+                    if (pod.key, kind) not in skipped:
+                        skipped.add((pod.key, kind))
+                        out.skipped.append(SkipRecord(pod.key, kind, _skip_reason(pod)))
+                    continue
+                if memory.evicted.get(pod.key) == pod.uid:
+                    continue  # evicted earlier and still listed: never count it twice
+                c = cands.get(pod.key)
+                if c is None:
+                    c = cands[pod.key] = _Candidate(pod, [])
+                if r.key not in c.rules:
+                    c.rules.append(r.key)
+                if action.throttle is not None and kind == "throttle":
+                    c.step_ratio = max(c.step_ratio, action.throttle.cpu.step_cpu_ratio)
+                    c.min_ratio = max(c.min_ratio, action.throttle.cpu.min_cpu_ratio)
+                if kind == "evict" and action.eviction is not None:
+                    g = action.eviction.termination_grace_period_seconds
+                    if g is not None:
+                        c.grace = g if c.grace is None else min(c.grace, g)
+    return m
+
+
+def gap_for(metric: str, wl: Waterline, state: NodeState, *, up: bool = False) -> Fraction | None:
+    """(1 + excess)(used − waterline), or the head-room (waterline − used) for restore; percents converted.
+
+    ``None`` when the metric, or the capacity a percent needs, is missing this tick.
+    """
+    used_raw = state.metrics().get(metric)
+    if used_raw is None:
+        return None
+    used = to_fraction(used_raw)
+    diff = (wl.value - used) if up else (used - wl.value)
+    gap = (1 + wl.excess) * diff
+    if metric == CPU_TOTAL_UTILIZATION:
+        if not state.cpu_capacity_milli:
+            return None
+        gap = gap * state.cpu_capacity_milli / 100
+    elif metric == MEMORY_TOTAL_UTILIZATION:
+        if not state.memory_capacity_bytes:
+            return None
+        gap = gap * state.memory_capacity_bytes / 100
+    return gap
+
+
+def _release(metric: str, pod: PodState) -> Fraction:
+    if metric in (CPU_TOTAL_USAGE, CPU_TOTAL_UTILIZATION):
+        return Fraction(pod.cpu_usage_milli)
+    return Fraction(pod.memory_usage_bytes)
+
+
+def _metric_order(metrics: Sequence[str]) -> list[str]:
+    return sorted(metrics, key=lambda n: (-EVICT_METRICS.get(n, 0), n))
+
+
+class _Run:
+    """One tick's execution; the steps of crane §6 in order, sharing the tick's bookkeeping."""
+
+    def __init__(self, state: NodeState, memory: EngineMemory, act: Actuators, limit: EvictionRateLimit) -> None:
+        self.state = state
+        self.memory = memory
+        self.act = act
+        self.limit = limit
+        self.out = PlanResult()
+        self.evicted_now: set[str] = set()
+        self.tried_now: set[str] = set()
+        self.rate_limited = False
+
+    def _order(self, ranked: Sequence[PodState]) -> None:
+        if self.out.order is None:
+            self.out.order = [p.key for p in ranked]
+
+    # -- eviction (§6.3) ---------------------------------------------------------------------------------
+    def _evict_one(self, c: _Candidate, metric: str | None) -> Fraction | None:
+        """Evict one pod; returns the credited release, or ``None`` if it was not accepted."""
+        pod = c.pod
+        if not self.limit.allows(self.memory.eviction_times, self.state.time):
+            self.rate_limited = True
+            self.out.evictions_rate_limited += 1
+            self.out.skipped.append(SkipRecord(pod.key, "evict", "per-node eviction rate limit reached"))
+            return None
+        grace = c.grace if c.grace is not None else pod.termination_grace_period_seconds
+        grace = DEFAULT_GRACE_SECONDS if grace is None else grace
+        self.tried_now.add(pod.key)
+        res = self.act.evict(pod, grace)
+        if not res.ok:
+            if res.outcome is Outcome.REFUSED:
+                self.out.evictions_refused += 1
+            self.out.skipped.append(SkipRecord(pod.key, "evict", f"{res.outcome.value}: {res.message}".rstrip(": ")))
+            return None
+        self.memory.eviction_times.append(self.state.time)
+        self.memory.evicted[pod.key] = pod.uid
+        self.evicted_now.add(pod.key)
+        released = _release(metric, pod) if metric is not None else Fraction(0)
+        self.out.actions.append(ActionRecord(pod.key, "evict", tuple(c.rules), {metric: released} if metric else {},
+                                             grace_period_seconds=grace))
+        return released
+
+    def evict(self, cands: dict[str, _Candidate], wls: dict[str, Waterline]) -> None:
+        if not cands or not wls:
+            return
+        metrics = _metric_order(list(wls))
+        unquantified = [n for n in metrics if n not in EVICT_METRICS]
+        missing = [n for n in metrics if n in EVICT_METRICS and self.state.metrics().get(n) is None]
+        if unquantified or missing:
+            evictable = [n for n in metrics if n in EVICT_METRICS]
+            if not evictable:
+                self.out.notes.append(f"eviction on {', '.join(unquantified)} is not quantified: nothing evicted")
+                return
+            why = f"not quantified: {', '.join(unquantified)}" if unquantified else f"usage missing: {', '.join(missing)}"
+            self.out.notes.append(f"evicting every candidate ({why})")
+            for c in cands.values():
+                if self.rate_limited:
+                    break
+                if c.pod.key not in self.tried_now:
+                    self._evict_one(c, evictable[0])
+            return
+        for metric in metrics:
+            gap = gap_for(metric, wls[metric], self.state)
+            if gap is None:
+                self.out.errors.append(f"evict: no gap for {metric} (capacity metric missing)")
+                continue
+            ranked = rank([c.pod for c in cands.values()], metric)
+            self._order(ranked)
+            queue = [cands[p.key] for p in ranked]
+            i = 0
+            while gap > 0 and not self.rate_limited:
+                while i < len(queue) and queue[i].pod.key in self.tried_now:
+                    i += 1  # evicted (or refused) earlier this tick: no credit for this metric
+                if i >= len(queue):
+                    break
+                released = self._evict_one(queue[i], metric)
+                i += 1
+                if released is not None:
+                    gap -= released
+            if self.rate_limited:
+                return
+
+    # -- throttle (§6.4, §6.5) ---------------------------------------------------------------------------
+    def _write(self, c: _Candidate, container: ContainerState, step: Step, direction: str) -> bool:
+        pod = c.pod
+        res = self.act.set_cpu_quota(pod, container, step.quota_us, step.period_us)
+        if not res.ok:
+            self.out.errors.append(f"throttle {direction} {pod.key}/{container.name}: {res.outcome.value} {res.message}")
+            return False
+        key = (pod.key, container.name)
+        memo = self.memory.throttled.get(key)
+        if direction == "down":
+            if memo is None:
+                memo = self.memory.throttled[key] = ThrottleMemo(
+                    pod.uid, container.cpu_quota_us, container.cpu_quota_us, step.quota_us, c.step_ratio, c.min_ratio
+                )  # raw and written are set just below
+            memo.step_ratio = max(memo.step_ratio, c.step_ratio)
+            memo.min_ratio = max(memo.min_ratio, c.min_ratio)
+        if memo is not None:
+            memo.raw_quota_us = self.memory.raw_quota.get(key, container.cpu_quota_us)
+            memo.written_quota_us = step.quota_us
+            if direction == "up" and (
+                step.quota_us < 0 or (memo.original_quota_us > 0 and step.quota_us >= memo.original_quota_us)
+            ):
+                del self.memory.throttled[key]
+        self.out.actions.append(ActionRecord(
+            pod.key, "throttle", tuple(c.rules), {CPU_TOTAL_USAGE: step.released_milli}, direction=direction,
+            container=container.name, cpu_quota_us=step.quota_us, cpu_period_us=step.period_us,
+            previous_quota_us=container.cpu_quota_us,
+        ))
+        return True
+
+    def _step_pod(self, c: _Candidate, direction: str, *, jump: bool = False) -> Fraction:
+        released = Fraction(0)
+        for container in c.pod.containers:
+            memo = self.memory.throttled.get((c.pod.key, container.name))
+            if direction == "down":
+                step = step_down(c.pod, container, step_ratio=c.step_ratio, min_ratio=c.min_ratio)
+            elif jump and memo is not None:
+                q = memo.original_quota_us
+                step = None if q == container.cpu_quota_us else Step(q, container.cpu_period_us, Fraction(0))
+            else:
+                step = step_up(
+                    c.pod, container, step_ratio=memo.step_ratio if memo and c.step_ratio == 0 else c.step_ratio,
+                    original_quota_us=memo.original_quota_us if memo else None,
+                    node_capacity_milli=self.state.cpu_capacity_milli,
+                )
+            if step is not None and self._write(c, container, step, direction):
+                released += step.released_milli
+        return released
+
+    def throttle(self, cands: dict[str, _Candidate], wls: dict[str, Waterline], direction: str) -> None:
+        live = {k: c for k, c in cands.items() if k not in self.evicted_now}
+        if not live or not wls:
+            return
+        others = sorted(n for n in wls if n != CPU_TOTAL_USAGE)
+        if others:
+            if CPU_TOTAL_USAGE not in wls:
+                self.out.notes.append(f"throttle {direction} on {', '.join(others)} is not quantified: nothing done")
+                return
+            for c in live.values():
+                self._step_pod(c, direction)
+            return
+        gap = gap_for(CPU_TOTAL_USAGE, wls[CPU_TOTAL_USAGE], self.state, up=direction == "up")
+        if gap is None:
+            self.out.notes.append(f"throttle {direction}: {CPU_TOTAL_USAGE} missing, one step for every candidate")
+            for c in live.values():
+                self._step_pod(c, direction)
+            return
+        ranked = rank([c.pod for c in live.values()], CPU_TOTAL_USAGE)
+        self._order(ranked)
+        for pod in ranked:
+            if gap <= 0:
+                break
+            gap -= self._step_pod(live[pod.key], direction)
+
+    def keep_restoring(self, results: Sequence[RuleResult]) -> None:
+        """Walk remembered throttles back to their original quota on calm ticks (a product decision that
+        crane §6.5 allows: upstream raises a pod only one step per episode and then leaves it throttled)."""
+        if not self.memory.throttled:
+            return
+        throttle_rules = [r for r in results if not r.rule.preview and r.rule.action.throttle is not None]
+        if any(r.active or r.triggered or r.restored for r in throttle_rules):
+            return
+        pods = {p.key: p for p in self.state.pods}
+        keys = sorted({k for k, _ in self.memory.throttled if k in pods and k not in self.evicted_now})
+        cands = {k: _Candidate(pods[k], ["restore"]) for k in keys}
+        cpu_rules = [r for r in throttle_rules if r.rule.metric.name == CPU_TOTAL_USAGE]
+        gap: Fraction | None = None
+        if cpu_rules:
+            wl = Waterline(cpu_rules[0].rule.metric.value, cpu_rules[0].policy.execute_excess, [])
+            for r in cpu_rules[1:]:
+                wl.push(r.rule.metric.value, r.policy.execute_excess, r.key)
+            gap = gap_for(CPU_TOTAL_USAGE, wl, self.state, up=True)
+            if gap is None or gap <= 0:
+                return
+        for pod in rank([c.pod for c in cands.values()], CPU_TOTAL_USAGE):
+            if gap is not None and gap <= 0:
+                break
+            c = cands[pod.key]
+            jump = all(m.step_ratio == 0 for (k, _), m in self.memory.throttled.items() if k == pod.key)
+            released = self._step_pod(c, "up", jump=jump or not throttle_rules)
+            if gap is not None:
+                gap -= released
+
+
+def execute(
+    results: Sequence[RuleResult],
+    state: NodeState,
+    memory: EngineMemory,
+    actuators: Actuators,
+    limit: EvictionRateLimit,
+) -> PlanResult:
+    """Run crane §6 in order: evict, throttle down, throttle up (restore tick), then the calm-tick restore.
+
+    Scheduling (the taint and the condition) is decided by the runtime, which owns the cool-down clock.
+    """
+    memory.prune(state)
+    state = memory.overlay(state)
+    run = _Run(state, memory, actuators, limit)
+    merged = _merge(results, state, memory, run.out)
+    run.evict(merged.evict, merged.evict_wl)
+    run.throttle(merged.down, merged.down_wl, "down")
+    run.throttle(merged.up, merged.up_wl, "up")
+    if not merged.down:
+        run.keep_restoring(results)
+    return run.out
