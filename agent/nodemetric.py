@@ -1,0 +1,358 @@
+"""NodeMetric status building: what koordlet writes, with Koordinator's field names exactly.
+
+The agent (and the simulator) record one :class:`UsageSample` per tick into a :class:`UsageStore`
+and, every ``reportIntervalSeconds``, turn the store into the ``status`` of the node's NodeMetric
+with :func:`build_nodemetric_status`.  Both are pure: the tick time and the report time are
+arguments, and the pods' identity comes in as :class:`PodMeta` values (specs/koordinator.md §2–3.3).
+
+Signatures (stable; the simulator uses them)::
+
+    policy = MetricCollectPolicy.from_spec(nodemetric["spec"])      # or MetricCollectPolicy()
+    store = UsageStore(policy, interval_seconds=1.0)
+    store.record(t, UsageSample(node_cpu_cores=..., node_memory_bytes=..., pods={uid: PodUsage(...)}))
+    status = build_nodemetric_status(store, now, policy, [PodMeta.from_pod(p) for p in pods])
+    obj = nodemetric_object(node_name, policy, status)               # the whole object, as /nodemetric shows
+
+Units on the way in: CPU in cores (float), memory in bytes.  On the way out: CPU as a milli quantity
+truncated (``int(cores * 1000)``), memory as a byte quantity truncated, as koordlet serialises them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from agent.aggregate import AGGREGATIONS, aggregate, window_average
+from agent.history import History
+from common.clock import to_rfc3339
+from common.config import ConfigError
+from common.duration import format_duration, parse_duration
+from common.kinds import kind_info
+from common.qos import koord_qos, pod_priority_class
+from common.quantity import format_bytes, format_milli
+
+__all__ = [
+    "USAGE_WITHOUT_PAGE_CACHE",
+    "USAGE_WITH_PAGE_CACHE",
+    "USAGE_WITH_HOT_PAGE_CACHE",
+    "MEMORY_POLICIES",
+    "NODE_CPU",
+    "NODE_MEMORY",
+    "NODE_MEMORY_WITH_PAGE_CACHE",
+    "SYSTEM_CPU",
+    "SYSTEM_MEMORY",
+    "pod_series",
+    "MetricCollectPolicy",
+    "PodMeta",
+    "PodUsage",
+    "UsageSample",
+    "UsageStore",
+    "resource_map",
+    "build_nodemetric_status",
+    "nodemetric_object",
+]
+
+USAGE_WITHOUT_PAGE_CACHE = "usageWithoutPageCache"
+USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
+USAGE_WITH_HOT_PAGE_CACHE = "usageWithHotPageCache"
+MEMORY_POLICIES = (USAGE_WITHOUT_PAGE_CACHE, USAGE_WITH_HOT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE)
+
+NODE_CPU = "node/cpu"
+NODE_MEMORY = "node/memory"
+NODE_MEMORY_WITH_PAGE_CACHE = "node/memory-with-page-cache"
+SYSTEM_CPU = "system/cpu"
+SYSTEM_MEMORY = "system/memory"
+
+# koordlet's floors: a window under a minute or a report more often than every 30 s is raised.
+MIN_AGGREGATE_SECONDS = 60
+MIN_REPORT_INTERVAL_SECONDS = 30
+DEFAULT_DURATIONS: tuple[float, ...] = (300.0, 600.0, 1800.0)
+
+
+def pod_series(uid: str, resource: str) -> str:
+    """Series name of one pod resource (``cpu`` or ``memory``)."""
+    return f"pod/{uid}/{resource}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricCollectPolicy:
+    """``spec.metricCollectPolicy`` with koordlet's defaults; the floors apply via the properties."""
+
+    aggregate_duration_seconds: int = 300
+    report_interval_seconds: int = 60
+    durations: tuple[float, ...] = DEFAULT_DURATIONS
+    node_memory_collect_policy: str = USAGE_WITHOUT_PAGE_CACHE
+
+    @property
+    def window_seconds(self) -> int:
+        """The averaging window of ``nodeUsage`` and ``podsMetric``."""
+        return max(self.aggregate_duration_seconds, MIN_AGGREGATE_SECONDS)
+
+    @property
+    def interval_seconds(self) -> int:
+        """Seconds between two reports."""
+        return max(self.report_interval_seconds, MIN_REPORT_INTERVAL_SECONDS)
+
+    @property
+    def node_retention_seconds(self) -> float:
+        """How much node history the longest window needs."""
+        return max([float(self.window_seconds), *self.durations])
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any] | None, *, source: str = "") -> MetricCollectPolicy:
+        """Parse a NodeMetric ``spec``; missing fields take defaults, wrong ones raise ConfigError."""
+        where = "spec.metricCollectPolicy"
+        if spec is None:
+            return cls()
+        if not isinstance(spec, Mapping):
+            raise ConfigError("expected an object", field="spec", source=source)
+        raw = spec.get("metricCollectPolicy")
+        if raw is None:
+            return cls()
+        if not isinstance(raw, Mapping):
+            raise ConfigError("expected an object", field=where, source=source)
+        agg = _positive_int(raw.get("aggregateDurationSeconds"), 300, f"{where}.aggregateDurationSeconds", source)
+        rep = _positive_int(raw.get("reportIntervalSeconds"), 60, f"{where}.reportIntervalSeconds", source)
+        durations = DEFAULT_DURATIONS
+        nap = raw.get("nodeAggregatePolicy")
+        if nap is not None:
+            if not isinstance(nap, Mapping):
+                raise ConfigError("expected an object", field=f"{where}.nodeAggregatePolicy", source=source)
+            raw_durations = nap.get("durations")
+            if raw_durations is not None:
+                durations = _durations(raw_durations, f"{where}.nodeAggregatePolicy.durations", source)
+        mem = raw.get("nodeMemoryCollectPolicy") or USAGE_WITHOUT_PAGE_CACHE
+        if mem not in MEMORY_POLICIES:
+            raise ConfigError(
+                f"{mem!r} is not one of {', '.join(MEMORY_POLICIES)}", field=f"{where}.nodeMemoryCollectPolicy", source=source
+            )
+        return cls(agg, rep, durations, str(mem))
+
+    def to_spec(self) -> dict[str, Any]:
+        """The ``spec`` written when the agent creates a missing NodeMetric."""
+        return {
+            "metricCollectPolicy": {
+                "aggregateDurationSeconds": self.aggregate_duration_seconds,
+                "reportIntervalSeconds": self.report_interval_seconds,
+                "nodeAggregatePolicy": {"durations": [format_duration(d) for d in self.durations]},
+                "nodeMemoryCollectPolicy": self.node_memory_collect_policy,
+            }
+        }
+
+
+def _positive_int(raw: Any, default: int, field_name: str, source: str) -> int:
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        raise ConfigError(f"expected a positive integer, got {raw!r}", field=field_name, source=source)
+    return raw
+
+
+def _durations(raw: Any, field_name: str, source: str) -> tuple[float, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError("expected a list of durations", field=field_name, source=source)
+    out: list[float] = []
+    for i, d in enumerate(raw):
+        try:
+            seconds = parse_duration(d, field=f"{field_name}[{i}]")
+        except ValueError as exc:
+            raise ConfigError(str(exc).split(": ", 1)[-1], field=f"{field_name}[{i}]", source=source) from None
+        if seconds <= 0:
+            raise ConfigError("must be positive", field=f"{field_name}[{i}]", source=source)
+        if seconds not in out:
+            out.append(seconds)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class PodMeta:
+    """Who a pod is, for ``podsMetric``: identity plus Koordinator's priority class and QoS."""
+
+    namespace: str
+    name: str
+    uid: str
+    priority: str = ""
+    qos: str = ""
+
+    @classmethod
+    def from_pod(cls, pod: Mapping[str, Any]) -> PodMeta:
+        meta = pod.get("metadata") or {}
+        return cls(
+            namespace=str(meta.get("namespace", "default") or "default"),
+            name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")),
+            priority=pod_priority_class(pod).value,
+            qos=koord_qos(pod),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsage:
+    """One pod at one tick; ``None`` means "no sample" (e.g. the first CPU reading only primes)."""
+
+    cpu_cores: float | None = None
+    memory_bytes: float | None = None
+    memory_with_page_cache_bytes: float | None = None
+
+
+_NO_PODS: Mapping[str, PodUsage] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSample:
+    """One collect tick: node usage and every pod's usage by UID."""
+
+    node_cpu_cores: float | None = None
+    node_memory_bytes: float | None = None
+    node_memory_with_page_cache_bytes: float | None = None
+    pods: Mapping[str, PodUsage] = field(default_factory=lambda: _NO_PODS)
+
+
+class UsageStore:
+    """Node history sized from the longest window, pod history sized from the averaging window.
+
+    Pods only ever need ``aggregateDurationSeconds`` of history, so keeping them apart keeps memory
+    at ``pods × window`` instead of ``pods × longest window``.  System usage (node minus pods,
+    clamped at zero, as koordlet's sysresource collector) is derived at record time.
+    """
+
+    def __init__(self, policy: MetricCollectPolicy, interval_seconds: float) -> None:
+        self.policy = policy
+        self.node = History(policy.node_retention_seconds, interval_seconds)
+        self.pods = History(float(policy.window_seconds), interval_seconds)
+        self._last_prune = -math.inf
+
+    def set_policy(self, policy: MetricCollectPolicy) -> None:
+        if policy == self.policy:
+            return
+        self.policy = policy
+        self.node.set_retention(policy.node_retention_seconds)
+        self.pods.set_retention(float(policy.window_seconds))
+
+    @property
+    def nbytes(self) -> int:
+        return self.node.nbytes + self.pods.nbytes
+
+    def record(self, t: float, sample: UsageSample) -> None:
+        with_cache = self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE
+        pod_cpu = 0.0
+        pod_mem = 0.0
+        for uid, usage in sample.pods.items():
+            if usage.cpu_cores is not None:
+                self.pods.append(pod_series(uid, "cpu"), t, usage.cpu_cores)
+                pod_cpu += usage.cpu_cores
+            mem = usage.memory_with_page_cache_bytes if with_cache else usage.memory_bytes
+            if mem is None:
+                mem = usage.memory_bytes
+            if mem is not None:
+                self.pods.append(pod_series(uid, "memory"), t, mem)
+                pod_mem += mem
+        if sample.node_cpu_cores is not None:
+            self.node.append(NODE_CPU, t, sample.node_cpu_cores)
+            self.node.append(SYSTEM_CPU, t, max(0.0, sample.node_cpu_cores - pod_cpu))
+        if sample.node_memory_bytes is not None:
+            self.node.append(NODE_MEMORY, t, sample.node_memory_bytes)
+        if sample.node_memory_with_page_cache_bytes is not None:
+            self.node.append(NODE_MEMORY_WITH_PAGE_CACHE, t, sample.node_memory_with_page_cache_bytes)
+        node_mem = self._node_memory_value(sample)
+        if node_mem is not None:
+            self.node.append(SYSTEM_MEMORY, t, max(0.0, node_mem - pod_mem))
+        # Pods that went away: their series age out once older than the window (checked once per window).
+        if t - self._last_prune >= self.pods.retention_seconds:
+            self.pods.prune(t - self.pods.retention_seconds)
+            self._last_prune = t
+
+    def _node_memory_value(self, sample: UsageSample) -> float | None:
+        if (
+            self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE
+            and sample.node_memory_with_page_cache_bytes is not None
+        ):
+            return sample.node_memory_with_page_cache_bytes
+        return sample.node_memory_bytes
+
+    def node_memory_series(self) -> str:
+        """The memory series the policy reports: page cache included only under usageWithPageCache.
+
+        ``usageWithHotPageCache`` needs cold-page collection, which this agent does not run, so it
+        falls back to the default, as koordlet does.
+        """
+        if self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE and NODE_MEMORY_WITH_PAGE_CACHE in self.node:
+            return NODE_MEMORY_WITH_PAGE_CACHE
+        return NODE_MEMORY
+
+
+def resource_map(cpu_cores: float | None, memory_bytes: float | None) -> dict[str, Any]:
+    """A ResourceMap (``{"resources": {...}}``): cpu as truncated millis, memory as truncated bytes."""
+    resources: dict[str, str] = {}
+    if cpu_cores is not None:
+        resources["cpu"] = format_milli(int(cpu_cores * 1000))
+    if memory_bytes is not None:
+        resources["memory"] = format_bytes(int(memory_bytes))
+    return {"resources": resources}
+
+
+def _aggregated(history: History, now: float, durations: Sequence[float], cpu: str, memory: str) -> list[dict[str, Any]]:
+    windows = aggregate(history, now, durations, series=(cpu, memory), span_series=cpu)
+    out: list[dict[str, Any]] = []
+    for d in durations:
+        per = windows.get(float(d), {})
+        usage: dict[str, Any] = {}
+        if per:
+            for agg in AGGREGATIONS:
+                c = per.get(cpu, {}).get(agg)
+                m = per.get(memory, {}).get(agg)
+                if c is not None or m is not None:
+                    usage[agg] = resource_map(c, m)
+        out.append({"duration": format_duration(d), "usage": usage})
+    return out
+
+
+def build_nodemetric_status(
+    store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta]
+) -> dict[str, Any]:
+    """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3)."""
+    w = float(policy.window_seconds)
+    mem_series = store.node_memory_series()
+    node_metric: dict[str, Any] = {
+        "nodeUsage": resource_map(
+            window_average(store.node, NODE_CPU, now, w), window_average(store.node, mem_series, now, w)
+        ),
+        "aggregatedNodeUsages": _aggregated(store.node, now, policy.durations, NODE_CPU, mem_series),
+        "systemUsage": resource_map(
+            window_average(store.node, SYSTEM_CPU, now, w), window_average(store.node, SYSTEM_MEMORY, now, w)
+        ),
+        "aggregatedSystemUsages": _aggregated(store.node, now, policy.durations, SYSTEM_CPU, SYSTEM_MEMORY),
+    }
+    pods_metric: list[dict[str, Any]] = []
+    for meta in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        cpu = window_average(store.pods, pod_series(meta.uid, "cpu"), now, w)
+        mem = window_average(store.pods, pod_series(meta.uid, "memory"), now, w)
+        if cpu is None and mem is None:
+            continue
+        pods_metric.append(
+            {
+                "namespace": meta.namespace,
+                "name": meta.name,
+                "podUsage": resource_map(cpu, mem),
+                "priority": meta.priority,
+                "qos": meta.qos,
+            }
+        )
+    return {"updateTime": to_rfc3339(now), "nodeMetric": node_metric, "podsMetric": pods_metric}
+
+
+def nodemetric_object(node_name: str, policy: MetricCollectPolicy, status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A whole NodeMetric (what ``/nodemetric`` shows, and the body used to create a missing one)."""
+    info = kind_info("NodeMetric")
+    obj: dict[str, Any] = {
+        "apiVersion": info.api_version,
+        "kind": "NodeMetric",
+        "metadata": {"name": node_name},
+        "spec": policy.to_spec(),
+    }
+    if status is not None:
+        obj["status"] = dict(status)
+    return obj
