@@ -15,6 +15,7 @@ from loadwise import __version__
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "qos-plan": ("loadwise.cmd_qos_plan", "Replay a WaterlinePolicy against a node state offline and print the decisions"),
 }
 
 

@@ -1,0 +1,315 @@
+"""The waterline engine across ticks: policies → detection → plan → actuation, events and metrics.
+
+``WaterlineRuntime.tick(state)`` is the only entry point; the agent calls it once per collection, the
+simulator once per simulated step and ``qos-plan`` once per tick of a state file.  It keeps what must
+survive between ticks (rule counters, remembered throttles, evicted pods, the eviction rate window, the
+scheduling cool-down).  Dry-run (globally, or per policy by annotation) runs the same decisions against
+recording actuators with memory of its own: every decision is logged, evented and counted with
+``dry_run="true"``, and nothing is actuated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from agent.qos.actuate import Actuation, CgroupQuotaWriter, ClusterEvictor, NodeScheduling, RecordingActuators
+from agent.qos.detect import Detector, RuleResult, Status
+from agent.qos.plan import ActionRecord, EngineMemory, EvictionRateLimit, PlanResult, SkipRecord, execute
+from agent.qos.policy import PolicyStore
+from agent.qos.state import NodeState
+from common.clock import Clock, to_rfc3339
+from common.cluster import ApiError, Cluster, EventRecord
+from common.waterline import WaterlinePolicy
+
+__all__ = ["TickReport", "WaterlineRuntime", "WaterlineMetrics", "DEFAULT_EVICTION_LIMIT"]
+
+DEFAULT_EVICTION_LIMIT = EvictionRateLimit(max_evictions=1, per_seconds=10.0)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    """Everything one tick decided, in the ``qos-plan`` output shape (``to_json``)."""
+
+    time: float
+    triggered: tuple[str, ...]
+    restored: tuple[str, ...]
+    order: tuple[str, ...]
+    actions: tuple[ActionRecord, ...]
+    scheduling: str  # enabled | disabled
+    errors: tuple[str, ...]
+    skipped: tuple[SkipRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+    dry_run: bool = False
+    preview: tuple[str, ...] = ()  # triggered Preview rules: evented only
+    rules: tuple[RuleResult, ...] = field(default=(), repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "time": to_rfc3339(self.time),
+            "triggered": list(self.triggered),
+            "restored": list(self.restored),
+            "order": list(self.order),
+            "actions": [a.to_json() for a in self.actions],
+            "scheduling": self.scheduling,
+            "errors": list(self.errors),
+            "skipped": [s.to_json() for s in self.skipped],
+            "notes": list(self.notes),
+            "preview": list(self.preview),
+            "dryRun": self.dry_run,
+        }
+
+
+class WaterlineMetrics:
+    """Prometheus series of the engine, registered in the registry the caller passes."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.rule_state = Gauge("loadwise_agent_waterline_rule_state", "1 when the rule is in that state this tick",
+                                ["node", "rule", "state"], registry=registry)
+        self.triggers = Counter("loadwise_agent_waterline_triggers", "Ticks on which a rule was triggered",
+                                ["node", "rule", "dry_run"], registry=registry)
+        self.restores = Counter("loadwise_agent_waterline_restores", "Rule restore events",
+                                ["node", "rule", "dry_run"], registry=registry)
+        self.actions = Counter("loadwise_agent_actions", "Actions taken (throttle, unthrottle, evict, cordon-hint)",
+                               ["node", "action", "reason", "dry_run"], registry=registry)
+        self.evictions = Counter("loadwise_agent_waterline_evictions", "Eviction attempts by result",
+                                 ["node", "result", "dry_run"], registry=registry)
+        self.released = Counter("loadwise_agent_waterline_released", "Released amount, in the metric's unit",
+                                ["node", "metric", "action", "dry_run"], registry=registry)
+        self.throttled = Gauge("loadwise_agent_waterline_throttled_containers", "Containers held below their quota",
+                               ["node", "dry_run"], registry=registry)
+        self.scheduling = Gauge("loadwise_agent_waterline_scheduling_enabled", "0 while the node is tainted",
+                                ["node", "dry_run"], registry=registry)
+        self.rejected = Gauge("loadwise_agent_waterline_rejected_policies", "Invalid WaterlinePolicies seen",
+                              ["node"], registry=registry)
+
+
+@dataclass
+class _Lane:
+    """Decisions that share actuators and memory: the live lane, or the dry-run lane."""
+
+    dry_run: bool
+    memory: EngineMemory = field(default_factory=EngineMemory)
+    disabled: bool | None = None  # None: unknown until the first tick reconciles the node
+    last_triggered: float | None = None
+
+
+class WaterlineRuntime:
+    def __init__(
+        self,
+        cluster: Cluster | None,
+        node_name: str,
+        clock: Clock,
+        actuators: Actuation | None = None,
+        dry_run: bool = False,
+        *,
+        registry: CollectorRegistry | None = None,
+        policies: PolicyStore | None = None,
+        eviction_limit: EvictionRateLimit = DEFAULT_EVICTION_LIMIT,
+        component: str = "loadwise-agent",
+    ) -> None:
+        self.cluster = cluster
+        self.node = node_name
+        self.clock = clock
+        self.dry_run = dry_run
+        self.component = component
+        self.eviction_limit = eviction_limit
+        self.policies = policies if policies is not None else PolicyStore(cluster, clock, component)
+        if actuators is None and cluster is not None and not dry_run:
+            actuators = Actuation(CgroupQuotaWriter(), ClusterEvictor(cluster), NodeScheduling(cluster, node_name, clock))
+        self.actuators = actuators
+        self.recorder = RecordingActuators()
+        self.metrics = WaterlineMetrics(registry if registry is not None else CollectorRegistry())
+        self.detector = Detector()
+        self._live = _Lane(dry_run=False)
+        self._dry = _Lane(dry_run=True)
+        self._last_event: dict[str, str] = {}
+
+    @property
+    def memory(self) -> EngineMemory:
+        return self._dry.memory if self.dry_run else self._live.memory
+
+    # -- the tick ---------------------------------------------------------------------------------------
+    def tick(self, state: NodeState) -> TickReport:
+        policies = self.policies.applicable(state.labels)
+        keys = [p.rule_key(r) for p in policies for r in p.rules]
+        self.detector.forget_except(keys)
+        for k in list(self._last_event):
+            if k not in keys:
+                del self._last_event[k]
+        results = [self.detector.evaluate(p, r, state) for p in policies for r in p.rules]
+        self._rule_metrics(results)
+        self._rule_events(results, {p.name for p in policies if self.dry_run or p.dry_run})
+
+        dry_names = {p.name for p in policies if p.dry_run}
+        lanes: list[tuple[_Lane, list[RuleResult], Actuation | RecordingActuators]]
+        if self.dry_run or self.actuators is None:
+            lanes = [(self._dry, list(results), self.recorder)]
+        else:
+            live = [r for r in results if r.policy.name not in dry_names]
+            dry = [r for r in results if r.policy.name in dry_names]
+            lanes = [(self._live, live, self.actuators), (self._dry, dry, self.recorder)]
+        order: list[str] | None = None
+        actions: list[ActionRecord] = []
+        skipped: list[SkipRecord] = []
+        errors = [f"{r.key}: {r.error}" for r in results if r.status is Status.ERROR]
+        notes: list[str] = []
+        scheduling = "enabled"
+        for i, (lane, lane_results, act) in enumerate(lanes):
+            if i > 0 and not lane_results and not lane.memory.throttled and lane.disabled is not True:
+                continue
+            plan = execute(lane_results, state, lane.memory, act, self.eviction_limit)
+            self._plan_effects(plan, state, lane.dry_run)
+            enabled, note = self._scheduling(lane, lane_results, state, act)
+            if note:
+                notes.append(note)
+            if i == 0:
+                scheduling = "enabled" if enabled else "disabled"
+            if order is None and plan.order is not None:
+                order = plan.order
+            actions += plan.actions
+            skipped += plan.skipped
+            errors += plan.errors
+            notes += [f"dry-run: {n}" if lane.dry_run and not self.dry_run else n for n in plan.notes]
+            self.metrics.throttled.labels(self.node, _flag(lane.dry_run)).set(len(lane.memory.throttled))
+        self.metrics.rejected.labels(self.node).set(len(self.policies.rejections()))
+        report = TickReport(
+            time=state.time,
+            triggered=tuple(r.key for r in results if r.triggered and not r.rule.preview),
+            restored=tuple(r.key for r in results if r.restored and not r.rule.preview),
+            order=tuple(order or ()),
+            actions=tuple(actions),
+            scheduling=scheduling,
+            errors=tuple(errors),
+            skipped=tuple(skipped),
+            notes=tuple(notes),
+            dry_run=self.dry_run,
+            preview=tuple(r.key for r in results if r.rule.preview and r.status in (Status.TRIGGERED, Status.RESTORED)),
+            rules=tuple(results),
+        )
+        for a in actions:
+            log.info("%s%s", "[dry-run] " if self.dry_run else "", a.to_json())
+        return report
+
+    # -- scheduling (§6.2 SPEC) -------------------------------------------------------------------------
+    def _scheduling(self, lane: _Lane, results: Sequence[RuleResult], state: NodeState, act: Any) -> tuple[bool, str]:
+        acting = [r for r in results if not r.rule.preview]
+        if any(r.triggered for r in acting):
+            lane.last_triggered = state.time
+        cool_down = max((r.rule.action.cool_down_seconds for r in acting), default=0)
+        if any(r.active for r in acting):
+            want_enabled = False
+        elif lane.disabled and lane.last_triggered is not None and state.time < lane.last_triggered + cool_down:
+            want_enabled = False  # restored, but still inside the cool-down since the last trigger
+        else:
+            want_enabled = True
+        if lane.disabled is not None and lane.disabled == (not want_enabled):
+            return want_enabled, ""
+        first = lane.disabled is None
+        lane.disabled = not want_enabled
+        rules = ", ".join(r.key for r in acting if r.active) or "none"
+        message = (f"waterline exceeded by {rules}" if not want_enabled
+                   else "no waterline rule is triggered and the cool-down has passed")
+        dry = lane.dry_run
+        self.metrics.scheduling.labels(self.node, _flag(dry)).set(1 if want_enabled else 0)
+        if first and want_enabled:
+            if not dry:
+                act.set_scheduling(True, message)  # clears a taint left by an earlier run; no event
+            return want_enabled, ""
+        res = act.set_scheduling(want_enabled, message)
+        if not res.ok:
+            return want_enabled, f"scheduling switch failed: {res.outcome.value} {res.message}"
+        self.metrics.actions.labels(self.node, "cordon-hint", "disable" if not want_enabled else "enable",
+                                    _flag(dry)).inc()
+        self._event("Node", self.node, "", "Warning" if not want_enabled else "Normal",
+                    "SchedulingDisabled" if not want_enabled else "SchedulingEnabled", message, dry)
+        return want_enabled, ""
+
+    # -- events and metrics -----------------------------------------------------------------------------
+    def _event(self, kind: str, name: str, namespace: str, type_: str, reason: str, message: str, dry: bool,
+               uid: str = "") -> None:
+        if self.cluster is None:
+            return
+        text = f"[dry-run] {message}" if dry else message
+        try:
+            self.cluster.emit_event(EventRecord(kind=kind, name=name, namespace=namespace or "default", uid=uid,
+                                                reason=reason, message=text, type=type_, component=self.component,
+                                                action="Waterline", extra={"dryRun": dry}))
+        except ApiError as exc:
+            log.warning("cannot emit event %s on %s %s: %s", reason, kind, name, exc)
+
+    def _rule_events(self, results: Sequence[RuleResult], dry_policies: set[str]) -> None:
+        for r in results:
+            dry = r.policy.name in dry_policies
+            what = f"{r.policy.name}/{r.rule.name}"
+            numbers = f"{r.rule.metric.name}={_fmt(r.value)} waterline={_fmt(float(r.rule.metric.value))}"
+            if r.triggered:
+                self._last_event[r.key] = "trigger"
+                self._event("Node", self.node, "", "Warning", "AvoidanceTriggered",
+                            f"{what} triggered action {r.rule.action.name} ({numbers})", dry)
+            elif r.restored:
+                if self._last_event.get(r.key) == "trigger":
+                    self._event("Node", self.node, "", "Normal", "RestoreTriggered",
+                                f"{what} restored action {r.rule.action.name} ({numbers})", dry)
+                self._last_event[r.key] = "restore"
+            if r.triggered:
+                self.metrics.triggers.labels(self.node, r.key, _flag(dry or r.rule.preview)).inc()
+            if r.restored:
+                self.metrics.restores.labels(self.node, r.key, _flag(dry or r.rule.preview)).inc()
+            if r.status is Status.ERROR:
+                log.debug("rule %s: %s", r.key, r.error)
+
+    def _rule_metrics(self, results: Sequence[RuleResult]) -> None:
+        for r in results:
+            for st, on in (("triggered", r.triggered), ("restored", r.restored), ("active", r.active),
+                           ("error", r.status is Status.ERROR)):
+                self.metrics.rule_state.labels(self.node, r.key, st).set(1 if on else 0)
+
+    def _plan_effects(self, plan: PlanResult, state: NodeState, dry: bool) -> None:
+        pods = {p.key: p for p in state.pods}
+        flag = _flag(dry)
+        for a in plan.actions:
+            reason = a.rules[0] if a.rules else ""
+            pod = pods.get(a.pod)
+            ns, _, name = a.pod.partition("/")
+            released = ", ".join(f"{m}={_fmt(float(v))}" for m, v in sorted(a.released.items())) or "n/a"
+            if a.action == "evict":
+                self.metrics.actions.labels(self.node, "evict", reason, flag).inc()
+                self.metrics.evictions.labels(self.node, "accepted", flag).inc()
+                self._event("Pod", name, ns, "Warning", "WaterlineEviction",
+                            f"evicted by {', '.join(a.rules)} on node {self.node} (grace {a.grace_period_seconds}s, "
+                            f"released {released})", dry, uid=pod.uid if pod else "")
+            else:
+                kind = "throttle" if a.direction == "down" else "unthrottle"
+                self.metrics.actions.labels(self.node, kind, reason, flag).inc()
+                self._event("Pod", name, ns, "Warning" if a.direction == "down" else "Normal",
+                            "WaterlineThrottle" if a.direction == "down" else "WaterlineRestore",
+                            f"container {a.container} cpu quota {a.previous_quota_us} -> {a.cpu_quota_us} "
+                            f"per {a.cpu_period_us}us by {', '.join(a.rules)} (released {released})",
+                            dry, uid=pod.uid if pod else "")
+            for m, v in a.released.items():
+                self.metrics.released.labels(self.node, m, a.action, flag).inc(float(v))
+        if plan.evictions_refused:
+            self.metrics.evictions.labels(self.node, "refused", flag).inc(plan.evictions_refused)
+        if plan.evictions_rate_limited:
+            self.metrics.evictions.labels(self.node, "rate_limited", flag).inc(plan.evictions_rate_limited)
+
+    # -- policy convenience -----------------------------------------------------------------------------
+    def active_policies(self, state: NodeState) -> list[WaterlinePolicy]:
+        return self.policies.applicable(state.labels)
+
+
+def _flag(dry: bool) -> str:
+    return "true" if dry else "false"
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "n/a"
+    return str(int(v)) if float(v).is_integer() else f"{v:.3f}"

@@ -1,0 +1,121 @@
+"""``loadwise qos-plan``: run the waterline engine offline on a node state and print its decisions.
+
+The state file is the agent's own ``/debug/state`` dump (or a hand-written one, possibly with several
+``ticks``), so a user can replay a policy against a real node before deploying it.  Nothing is actuated:
+the engine runs in dry-run against recording actuators, with the same detection, ranking, gap and rate
+limit as the agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from agent.qos.plan import EvictionRateLimit
+from agent.qos.policy import PolicyStore
+from agent.qos.runtime import TickReport, WaterlineRuntime
+from agent.qos.state import load_ticks
+from common.clock import FakeClock
+from common.config import ConfigError, load_document, load_objects
+from common.waterline import WaterlinePolicy
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--policy", required=True, metavar="FILE", help="WaterlinePolicy YAML/JSON (one or more)")
+    parser.add_argument("--state", required=True, metavar="FILE", help="node state (/debug/state), may hold ticks")
+    parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    parser.add_argument("--max-evictions", type=int, default=1, metavar="N",
+                        help="per-node eviction rate limit: at most N accepted evictions ... (default 1)")
+    parser.add_argument("--eviction-window", type=float, default=10.0, metavar="SECONDS",
+                        help="... in any window of this many seconds (default 10)")
+
+
+def _invalid(args: argparse.Namespace, field: str, message: str) -> int:
+    if args.output == "json":
+        print(json.dumps({"valid": False, "invalidField": field, "error": message}, indent=2))
+    else:
+        print(f"qos-plan: invalid policy: {field}: {message}" if field else f"qos-plan: {message}", file=sys.stderr)
+    return 2
+
+
+def _bare(exc: ConfigError) -> str:
+    text = str(exc)
+    if exc.source:
+        text = text.removeprefix(f"{exc.source}: ")
+    if exc.field:
+        text = text.removeprefix(f"{exc.field}: ")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        objects = load_objects(args.policy)
+    except ConfigError as exc:
+        return _invalid(args, exc.field, str(exc))
+    policies = [o for o in objects if o.get("kind") == "WaterlinePolicy"]
+    if not policies:
+        return _invalid(args, "kind", f"{args.policy}: no WaterlinePolicy object found")
+    for i, obj in enumerate(policies):
+        try:
+            WaterlinePolicy.parse(obj)
+        except ConfigError as exc:
+            prefix = f"items[{i}]." if len(policies) > 1 else ""
+            return _invalid(args, f"{prefix}{exc.field}", _bare(exc))
+    if args.max_evictions < 0 or args.eviction_window <= 0:
+        print("qos-plan: --max-evictions must be >= 0 and --eviction-window > 0", file=sys.stderr)
+        return 2
+    try:
+        raw_state = load_document(args.state)
+        ticks = load_ticks(raw_state, source=str(args.state))
+    except ConfigError as exc:
+        print(f"qos-plan: invalid state: {exc}", file=sys.stderr)
+        return 2
+
+    store = PolicyStore()
+    store.replace_all(policies)
+    clock = FakeClock(ticks[0].time)
+    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store,
+                              eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
+    reports: list[TickReport] = []
+    for state in ticks:
+        if state.time > clock.now():
+            clock.set(state.time)
+        reports.append(engine.tick(state))
+    has_ticks = isinstance(raw_state, dict) and raw_state.get("ticks") is not None
+    if args.output == "json":
+        out: Any = [r.to_json() for r in reports] if has_ticks else reports[0].to_json()
+        print(json.dumps(out, indent=2))
+    else:
+        applied = [p.name for p in store.applicable(ticks[0].labels)]
+        print(f"node {ticks[0].node}: policies {', '.join(applied) or '(none match the node labels)'}")
+        for i, r in enumerate(reports):
+            _print_text(r, i if has_ticks else None)
+    return 0
+
+
+def _print_text(r: TickReport, index: int | None) -> None:
+    head = f"tick {index} " if index is not None else ""
+    d = r.to_json()
+    print(f"{head}at {d['time']}: scheduling {r.scheduling}")
+    for label, items in (("triggered", r.triggered), ("restored", r.restored), ("preview", r.preview)):
+        if items:
+            print(f"  {label}: {', '.join(items)}")
+    if r.order:
+        print(f"  order: {', '.join(r.order)}")
+    for a in d["actions"]:
+        released = ", ".join(f"{k}={v}" for k, v in a["released"].items())
+        if a["action"] == "evict":
+            print(f"  evict {a['pod']} grace={a['gracePeriodSeconds']}s released[{released}]")
+        else:
+            print(f"  throttle {a['direction']} {a['pod']}/{a['container']} quota {a['previousCpuQuota']} -> "
+                  f"{a['cpuQuota']}/{a['cpuPeriod']}us released[{released}]")
+    for s in r.skipped:
+        print(f"  skipped {s.action} {s.pod}: {s.reason}")
+    for n in r.notes:
+        print(f"  note: {n}")
+    for e in r.errors:
+        print(f"  error: {e}")
