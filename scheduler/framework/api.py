@@ -269,7 +269,9 @@ class JobInfo:
         return self.waiting_task_num() + self.ready_task_num() < self.min_available
 
     def is_pending(self) -> bool:
-        return self.podgroup is None or self.phase in ("", "Pending")
+        """Not admitted yet.  A pod's group of one (no PodGroup object) starts Pending like the PodGroup Volcano's
+        controller would create for it, and is admitted by enqueue (or by allocate when enqueue is not configured)."""
+        return self.phase in ("", "Pending")
 
     def task_min_total(self) -> int:
         return sum(self.min_task_member.values())

@@ -42,7 +42,9 @@ IntArray = npt.NDArray[np.int64]
 class SessionSink(Protocol):
     """Where committed operations go: the engine's binder/evictor, or a recorder for ``explain``."""
 
-    def bind(self, task: TaskInfo, node: str) -> None: ...
+    def bind(self, task: TaskInfo, node: str) -> bool:
+        """True when the binding was accepted; on False the session releases the node again."""
+        ...
 
     def evict(self, task: TaskInfo, reason: str) -> bool: ...
 
@@ -506,7 +508,9 @@ class Session:
         node.remove_task(task)
         self.set_status(task, TaskStatus.BINDING)
         node.add_task(task)
-        self.sink.bind(task, task.node_name)
+        if not self.sink.bind(task, task.node_name):
+            self.unplace(task)
+            task.last_fit_message = task.last_fit_message or f"binding {task.key} to {node.name} failed"
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
         """Allocate outside a statement (backfill) and bind the job's allocated tasks once it is ready."""

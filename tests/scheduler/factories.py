@@ -92,9 +92,10 @@ class RecordingSink:
         self.evictions: list[str] = []
         self.refuse = refuse or set()
 
-    def bind(self, task: TaskInfo, node: str) -> None:
+    def bind(self, task: TaskInfo, node: str) -> bool:
         assert task.key not in self.binds, f"{task.key} bound twice"
         self.binds[task.key] = node
+        return True
 
     def evict(self, task: TaskInfo, reason: str) -> bool:
         if task.key in self.refuse:

@@ -1,0 +1,128 @@
+"""Binding and eviction against the cluster: pods/binding with retries and backoff, the Eviction API for victims,
+and the events kube-scheduler and Volcano emit for both (issue 5 §6, specs/volcano.md §5.3).
+
+A pod is never bound twice: a Conflict from the API (already bound) is final, and a successful bind is *assumed*
+in the cache until the watch confirms it, so the next session already accounts for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
+from scheduler.cache import SchedulerCache
+from scheduler.framework.api import TaskInfo
+
+__all__ = ["Binder", "EventLimiter", "BindStats"]
+
+log = logging.getLogger(__name__)
+COMPONENT = "loadwise-scheduler"
+
+
+class EventLimiter:
+    """At most one event per (object, reason) per ``interval`` seconds unless its message changes."""
+
+    def __init__(self, cluster: Cluster, now: Callable[[], float], interval: float = 60.0) -> None:
+        self.cluster = cluster
+        self.now = now
+        self.interval = interval
+        self._last: dict[tuple[str, str, str], tuple[float, str]] = {}
+        self.sent = 0
+        self.suppressed = 0
+
+    def emit(self, event: EventRecord) -> None:
+        key = (event.kind, f"{event.namespace}/{event.name}", event.reason)
+        t = self.now()
+        prev = self._last.get(key)
+        if prev is not None and prev[1] == event.message and t - prev[0] < self.interval:
+            self.suppressed += 1
+            return
+        self._last[key] = (t, event.message)
+        try:
+            self.cluster.emit_event(event)
+            self.sent += 1
+        except ApiError as exc:
+            log.warning("event %s on %s/%s not recorded: %s", event.reason, event.namespace, event.name, exc)
+
+    def forget(self, kind: str, key: str) -> None:
+        for k in [k for k in self._last if k[0] == kind and k[1] == key]:
+            del self._last[k]
+
+
+@dataclass(slots=True)
+class BindStats:
+    bound: list[tuple[str, str]] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    evicted: list[str] = field(default_factory=list)
+    eviction_refused: dict[str, str] = field(default_factory=dict)
+
+
+class Binder:
+    """The session sink used by the daemon, the simulator and the wire tests."""
+
+    def __init__(self, cluster: Cluster, cache: SchedulerCache, events: EventLimiter, *, retries: int = 3,
+                 backoff_seconds: float = 0.2, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.cluster = cluster
+        self.cache = cache
+        self.events = events
+        self.retries = retries
+        self.backoff = backoff_seconds
+        self.sleep = sleep
+        self.stats = BindStats()
+
+    def reset(self) -> BindStats:
+        stats, self.stats = self.stats, BindStats()
+        return stats
+
+    def bind(self, task: TaskInfo, node: str) -> bool:
+        pod = task.pod
+        reason = ""
+        for attempt in range(self.retries + 1):
+            try:
+                self.cluster.bind(pod.namespace, pod.name, node, uid=pod.uid or None)
+            except (Conflict, NotFound) as exc:
+                reason = str(exc)
+                break
+            except ApiError as exc:
+                reason = str(exc)
+                if attempt < self.retries:
+                    self.sleep(self.backoff * (2 ** attempt))
+                continue
+            self.cache.assume(pod.key, node)
+            self.stats.bound.append((pod.key, node))
+            self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
+                                         reason="Scheduled", type="Normal", component=COMPONENT, action="Binding",
+                                         message=f"Successfully assigned {pod.key} to {node}"))
+            return True
+        self.cache.forget(pod.key)
+        self.stats.failed[pod.key] = reason
+        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
+                                     reason="FailedScheduling", type="Warning", component=COMPONENT, action="Binding",
+                                     message=f"Binding rejected: {reason}"))
+        return False
+
+    def evict(self, task: TaskInfo, reason: str) -> bool:
+        pod = task.pod
+        try:
+            self.cluster.evict(pod.namespace, pod.name)
+        except TooManyRequests as exc:
+            self.stats.eviction_refused[pod.key] = str(exc)
+            return False
+        except NotFound:
+            return True   # already gone: its resources are being released anyway
+        except ApiError as exc:
+            self.stats.eviction_refused[pod.key] = str(exc)
+            return False
+        self.stats.evicted.append(pod.key)
+        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid, reason="Evict",
+                                     type="Warning", component=COMPONENT, action="Preempting",
+                                     message=f"Pod is evicted, because of {reason}"))
+        if task.job and "/" in task.job:
+            ns, group = task.job.split("/", 1)
+            self.events.emit(EventRecord(kind="PodGroup", name=group, namespace=ns, reason="Evict", type="Normal",
+                                         component=COMPONENT, action="Preempting",
+                                         message=f"Evict pod {pod.key}, because of {reason}"))
+        return True

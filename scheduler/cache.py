@@ -1,0 +1,141 @@
+"""The scheduler's cache: parsed views of every object it needs, fed by watches, plus *assumed* pods — bound by us
+but not yet seen bound — so that no node is over-committed whatever order the watch events arrive in
+(issue 5 §2).  ``snapshot()`` is a consistent copy for one session."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common.clock import Clock
+from common.cluster import Cluster, Informer, WatchEvent
+from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
+from scheduler.framework.snapshot import Snapshot
+
+__all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
+
+log = logging.getLogger(__name__)
+
+ASSUME_TTL_SECONDS = 30.0
+WATCHED_KINDS = ("Node", "Pod", "NodeMetric", "PodGroup", "Queue", "PriorityClass")
+
+_PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "Node": NodeView.parse,
+    "Pod": PodView.parse,
+    "NodeMetric": NodeMetricView.parse,
+    "PodGroup": PodGroupView.parse,
+    "Queue": QueueView.parse,
+    "PriorityClass": PriorityClassView.parse,
+}
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class _Assumed:
+    node: str
+    deadline: float
+
+
+class SchedulerCache:
+    def __init__(self, cluster: Cluster, clock: Clock, *, assume_ttl: float = ASSUME_TTL_SECONDS) -> None:
+        self.cluster = cluster
+        self.clock = clock
+        self.assume_ttl = assume_ttl
+        self._lock = threading.RLock()
+        self._objects: dict[str, dict[str, Any]] = {k: {} for k in WATCHED_KINDS}
+        self._assumed: dict[str, _Assumed] = {}
+        self._informers: list[Informer] = []
+        self.parse_errors: dict[str, str] = {}
+
+    # ---- feeding --------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for kind in WATCHED_KINDS:
+            inf = self.cluster.informer(kind, self._handler(kind))
+            self._informers.append(inf)
+            inf.start()
+
+    def stop(self) -> None:
+        for inf in self._informers:
+            inf.stop()
+        self._informers = []
+
+    def has_synced(self) -> bool:
+        return all(inf.has_synced() for inf in self._informers)
+
+    def _handler(self, kind: str) -> Callable[[WatchEvent], None]:
+        parse = _PARSERS[kind]
+
+        def handle(event: WatchEvent) -> None:
+            if event.type == "BOOKMARK":
+                return
+            key = _key(event.object)
+            with self._lock:
+                if event.type == "DELETED":
+                    self._objects[kind].pop(key, None)
+                    if kind == "Pod":
+                        self._assumed.pop(key, None)
+                    return
+                try:
+                    view = parse(event.object)
+                except ValueError as exc:
+                    # a malformed object is skipped, not fatal; the previous version (if any) is dropped too
+                    self.parse_errors[f"{kind} {key}"] = str(exc)
+                    self._objects[kind].pop(key, None)
+                    log.warning("skipping %s %s: %s", kind, key, exc)
+                    return
+                self.parse_errors.pop(f"{kind} {key}", None)
+                self._objects[kind][key] = view
+                if kind == "Pod" and key in self._assumed and (view.node_name or view.terminal):
+                    del self._assumed[key]   # the watch confirmed the binding (or the pod is gone)
+        return handle
+
+    # ---- assumed pods ---------------------------------------------------------------------------------------------
+
+    def assume(self, pod_key: str, node: str) -> None:
+        with self._lock:
+            self._assumed[pod_key] = _Assumed(node, self.clock.monotonic() + self.assume_ttl)
+
+    def forget(self, pod_key: str) -> None:
+        with self._lock:
+            self._assumed.pop(pod_key, None)
+
+    def assumed(self) -> dict[str, str]:
+        with self._lock:
+            return {k: a.node for k, a in self._assumed.items()}
+
+    def _expire(self) -> None:
+        now = self.clock.monotonic()
+        for k in [k for k, a in self._assumed.items() if a.deadline <= now]:
+            log.info("assumed binding of %s expired without confirmation", k)
+            del self._assumed[k]
+
+    # ---- reading --------------------------------------------------------------------------------------------------
+
+    def pod(self, key: str) -> PodView | None:
+        with self._lock:
+            view = self._objects["Pod"].get(key)
+            return view if isinstance(view, PodView) else None
+
+    def snapshot(self) -> Snapshot:
+        with self._lock:
+            self._expire()
+            pods: list[PodView] = []
+            for key, pod in self._objects["Pod"].items():
+                a = self._assumed.get(key)
+                if a is not None and not pod.node_name:
+                    pod = dataclasses.replace(pod, node_name=a.node)
+                pods.append(pod)
+            return Snapshot.build(
+                list(self._objects["Node"].values()), pods, list(self._objects["PodGroup"].values()),
+                list(self._objects["Queue"].values()), list(self._objects["PriorityClass"].values()),
+                list(self._objects["NodeMetric"].values()))

@@ -1,0 +1,167 @@
+"""The scheduler: cache → session → actions → binder → write-back, once per period (specs/volcano.md §2.1).
+
+``Scheduler.run_once()`` is what the daemon loops over, what the simulator calls on its simulated clock, and what
+the wire tests drive against the kube emulator.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from common.clock import Clock
+from common.cluster import Cluster
+from scheduler.conf import ConfHolder, SchedulerConf
+from scheduler.framework.api import TaskStatus
+from scheduler.framework.plugin import actions
+from scheduler.framework.session import Session
+from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
+
+from .binder import Binder, EventLimiter
+from .cache import SchedulerCache
+from .writeback import WriteBack, WriteBackStats
+
+__all__ = ["Scheduler", "SessionResult", "SchedulerMetrics"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class SessionResult:
+    placements: dict[str, str | None] = field(default_factory=dict)
+    evictions: list[str] = field(default_factory=list)
+    bind_failures: dict[str, str] = field(default_factory=dict)
+    pending_messages: dict[str, str] = field(default_factory=dict)
+    podgroup_phases: dict[str, str] = field(default_factory=dict)
+    duration_seconds: float = 0.0
+    writeback: WriteBackStats | None = None
+
+
+class SchedulerMetrics:
+    """Declared once per scheduler instance, in its own registry (no global state between instances)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.session_seconds = Histogram("loadwise_scheduler_session_duration_seconds",
+                                         "Wall time of one scheduling session", registry=r,
+                                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.attempts = Counter("loadwise_scheduler_schedule_attempts_total",
+                                "Pending pods considered, by result", ["result"], registry=r)
+        self.evictions = Counter("loadwise_scheduler_evictions_total", "Preemption/reclaim evictions accepted",
+                                 registry=r)
+        self.bind_failures = Counter("loadwise_scheduler_bind_failures_total", "Bindings rejected by the API",
+                                     registry=r)
+        self.pending = Gauge("loadwise_scheduler_pending_pods", "Pods left pending after the last session",
+                             registry=r)
+        self.is_leader = Gauge("loadwise_scheduler_leader", "1 while this replica holds the lease", registry=r)
+        self.conf_reload_errors = Counter("loadwise_scheduler_conf_reload_errors_total",
+                                          "Scheduler conf files rejected (the previous conf kept running)",
+                                          registry=r)
+        self.queue_allocated = Gauge("loadwise_scheduler_queue_allocated", "Resources allocated to a queue",
+                                     ["queue", "resource"], registry=r)
+
+
+class Scheduler:
+    def __init__(self, cluster: Cluster, conf: SchedulerConf | ConfHolder, *, clock: Clock,
+                 scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0,
+                 metrics: SchedulerMetrics | None = None, sleep: Callable[[float], None] = time.sleep,
+                 write_back: bool = True) -> None:
+        self.cluster = cluster
+        self.holder = conf if isinstance(conf, ConfHolder) else None
+        self._conf = conf if isinstance(conf, SchedulerConf) else None
+        self.clock = clock
+        self.scheduler_name = scheduler_name
+        self.seed = seed
+        self.sessions = 0
+        self.metrics = metrics or SchedulerMetrics()
+        self.cache = SchedulerCache(cluster, clock)
+        self.events = EventLimiter(cluster, clock.now)
+        self.binder = Binder(cluster, self.cache, self.events, sleep=sleep)
+        self.writeback = WriteBack(cluster, self.events) if write_back else None
+        self._started = False
+
+    @property
+    def conf(self) -> SchedulerConf:
+        if self.holder is not None:
+            return self.holder.conf
+        assert self._conf is not None
+        return self._conf
+
+    def start(self) -> None:
+        if not self._started:
+            self.cache.start()
+            self._started = True
+
+    def stop(self) -> None:
+        self.cache.stop()
+        self._started = False
+
+    def open_session(self, snapshot: Snapshot | None = None, *, explain: bool = False) -> Session:
+        if self.holder is not None and self.holder.maybe_reload() is False and self.holder.last_error:
+            self.metrics.conf_reload_errors.inc()
+        snap = snapshot if snapshot is not None else self.cache.snapshot()
+        self.sessions += 1
+        return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,
+                       seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}")
+
+    def run_once(self) -> SessionResult:
+        self.start()
+        t0 = time.perf_counter()
+        self.binder.reset()
+        ssn = self.open_session()
+        registry = actions()
+        for name in ssn.conf.actions:
+            registry[name]().execute(ssn)
+        ssn.close()
+        result = SessionResult()
+        if self.writeback is not None:
+            result.writeback = self.writeback.write(ssn)
+        stats = self.binder.reset()
+        bound = dict(stats.bound)
+        pending = 0
+        for job in ssn.jobs.values():
+            for task in job.tasks.values():
+                if task.pod.node_name or task.pod.terminal:
+                    continue
+                if task.key in bound:
+                    result.placements[task.key] = bound[task.key]
+                    self.metrics.attempts.labels("scheduled").inc()
+                elif task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
+                    result.placements[task.key] = None
+                    result.pending_messages[task.key] = task.last_fit_message
+                    pending += 1
+                    self.metrics.attempts.labels("unschedulable").inc()
+            if job.podgroup is not None:
+                from .writeback import podgroup_status
+
+                result.podgroup_phases[job.uid] = str(podgroup_status(ssn, job)["phase"])
+        result.evictions = list(ssn.evicted)
+        result.bind_failures = dict(stats.failed)
+        self.metrics.evictions.inc(len(ssn.evicted))
+        self.metrics.bind_failures.inc(len(stats.failed))
+        self.metrics.pending.set(pending)
+        result.duration_seconds = time.perf_counter() - t0
+        self.metrics.session_seconds.observe(result.duration_seconds)
+        return result
+
+    def run_forever(self, stop: threading.Event, *, period: float = 1.0,
+                    is_leader: Callable[[], bool] = lambda: True) -> None:
+        """One session per period; a slow session delays the next rather than overlapping it."""
+        self.start()
+        while not stop.is_set():
+            started = time.monotonic()
+            if is_leader():
+                self.metrics.is_leader.set(1)
+                try:
+                    self.run_once()
+                except Exception:   # a failing session must not kill the daemon; the next one starts afresh
+                    log.exception("scheduling session failed")
+            else:
+                self.metrics.is_leader.set(0)
+            stop.wait(max(0.0, period - (time.monotonic() - started)))

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from common.clock import FakeClock
+from common.cluster.memory import MemoryCluster
+from scheduler.engine import Scheduler
+from tests.scheduler.factories import T0, conf, node, pod, podgroup
+
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: noderesources
+"""
+
+
+def _cluster(*objs: dict) -> MemoryCluster:
+    c = MemoryCluster(clock=FakeClock(T0 + 60))
+    c.load(objs)
+    return c
+
+
+def test_engine_binds_through_cluster_and_reports_unschedulable() -> None:
+    cluster = _cluster(node("a", cpu="2"), pod("p1", cpu="1500m"), pod("p2", cpu="1500m"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    res = sched.run_once()
+    bound = [k for k, v in res.placements.items() if v]
+    assert len(bound) == 1
+    left = next(k for k, v in res.placements.items() if v is None)
+    assert res.pending_messages[left] == "0/1 nodes are available: 1 Insufficient cpu."
+    ns, name = left.split("/")
+    got = cluster.get("Pod", name, namespace=ns)
+    cond = next(c for c in got["status"]["conditions"] if c["type"] == "PodScheduled")
+    assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
+    reasons = [e.reason for e in cluster.events]
+    assert "Scheduled" in reasons and "FailedScheduling" in reasons
+    # a second session must not bind the bound pod again nor over-commit the node
+    res2 = sched.run_once()
+    assert all(v is None for v in res2.placements.values())
+
+
+def test_assumed_pod_counts_before_watch_confirms() -> None:
+    cluster = _cluster(node("a", cpu="2"), pod("p1", cpu="1500m"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    sched.run_once()
+    sched.cache.assume("default/ghost", "a")
+    cluster.create("Pod", pod("p3", cpu="1"))
+    snap = sched.cache.snapshot()
+    assert any(p.node_name == "a" for p in snap.pods if p.name == "p1")
+
+
+def test_podgroup_status_written_back() -> None:
+    cluster = _cluster(node("a", cpu="4"), podgroup("g", 2, phase="Pending"),
+                       pod("g-0", cpu="1", group="g"), pod("g-1", cpu="1", group="g"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    res = sched.run_once()
+    assert sorted(v for v in res.placements.values() if v) == ["a", "a"]
+    pg = cluster.get("PodGroup", "g", namespace="default")
+    assert pg["status"]["phase"] == "Running"
+    assert pg["status"]["conditions"][-1]["type"] == "Scheduled"
