@@ -1,0 +1,164 @@
+"""One collect tick: node usage, then every pod cgroup, turned into rates.
+
+The collector owns the cumulative-counter state (node busy ticks, pod and container CPU
+nanoseconds) and turns each tick's readings into cores; it knows nothing about the API server.
+Matching cgroups to the pods the cluster says are on this node happens in the daemon, so a cgroup
+with no pod (a pod just deleted, a static pod not yet seen) and a pod with no cgroup (not started
+yet) are both ordinary situations, not errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+from agent.collect.cgroups import CgroupReader, MemoryStat, scan_pods
+from agent.collect.procfs import NodeMemory, RateTracker
+from agent.nodemetric import PodUsage, UsageSample
+from common.clock import Clock
+from common.qos import QoSClass
+
+__all__ = ["NodeSource", "ContainerUsage", "PodUsageTick", "Tick", "Collector"]
+
+_NS_PER_S = 1e9
+
+
+class NodeSource(Protocol):
+    name: str
+
+    def available(self) -> bool: ...
+
+    def cpu_cores(self, t: float) -> float | None: ...
+
+    def memory(self) -> NodeMemory: ...
+
+    def cpu_count(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerUsage:
+    id: str
+    rel: str
+    cpu_cores: float | None
+    cpu_quota_us: int
+    cpu_period_us: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodUsageTick:
+    """One pod cgroup at one tick; ``cpu_cores`` is ``None`` on its first tick (priming)."""
+
+    uid: str
+    qos: QoSClass
+    rel: str
+    cpu_cores: float | None
+    memory: MemoryStat | None
+    working_set_bytes: int | None
+    containers: tuple[ContainerUsage, ...] = ()
+
+    def to_usage(self) -> PodUsage:
+        return PodUsage(
+            cpu_cores=self.cpu_cores,
+            memory_bytes=float(self.memory.usage_without_page_cache) if self.memory else None,
+            memory_with_page_cache_bytes=float(self.memory.usage_with_page_cache) if self.memory else None,
+        )
+
+
+_NO_PODS: Mapping[str, PodUsageTick] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Everything one collection saw, at wall time ``time``."""
+
+    time: float
+    node_cpu_cores: float | None
+    node_memory: NodeMemory | None
+    cpu_count: int
+    pods: Mapping[str, PodUsageTick] = field(default_factory=lambda: _NO_PODS)
+    errors: tuple[str, ...] = ()
+    duration_seconds: float = 0.0
+
+    def usage_sample(self, uids: set[str] | None = None) -> UsageSample:
+        """The history record of this tick; ``uids`` limits pods to the ones known to the cluster."""
+        pods = {u: p.to_usage() for u, p in self.pods.items() if uids is None or u in uids}
+        mem = self.node_memory
+        return UsageSample(
+            node_cpu_cores=self.node_cpu_cores,
+            node_memory_bytes=float(mem.usage_without_page_cache) if mem else None,
+            node_memory_with_page_cache_bytes=float(mem.usage_with_page_cache) if mem else None,
+            pods=pods,
+        )
+
+
+class Collector:
+    """Reads the node source and the pod cgroups once per :meth:`collect` call."""
+
+    def __init__(self, node: NodeSource, cgroups: CgroupReader | None, clock: Clock, *, rate_ttl: float = 20.0) -> None:
+        self.node = node
+        self.cgroups = cgroups
+        self.clock = clock
+        self._rates = RateTracker(rate_ttl)
+
+    def collect(self) -> Tick:
+        started = time.perf_counter()
+        errors: list[str] = []
+        now = self.clock.now()
+        mono = self.clock.monotonic()
+        cpu: float | None = None
+        memory: NodeMemory | None = None
+        try:
+            cpu = self.node.cpu_cores(mono)
+        except (OSError, ValueError) as exc:
+            errors.append(f"node cpu ({self.node.name}): {exc}")
+        try:
+            memory = self.node.memory()
+        except (OSError, ValueError) as exc:
+            errors.append(f"node memory ({self.node.name}): {exc}")
+        pods: dict[str, PodUsageTick] = {}
+        if self.cgroups is not None:
+            try:
+                found = scan_pods(self.cgroups.layout)
+            except OSError as exc:
+                errors.append(f"cgroup scan: {exc}")
+                found = {}
+            for uid, pod in found.items():
+                try:
+                    sample = self.cgroups.read_pod(pod)
+                except (OSError, ValueError) as exc:
+                    errors.append(f"pod cgroup {pod.rel}: {exc}")
+                    continue
+                t = self.clock.monotonic()
+                pod_cpu = None
+                if sample.cpu_ns is not None:
+                    rate = self._rates.update(f"pod/{uid}", t, float(sample.cpu_ns))
+                    pod_cpu = None if rate is None else rate / _NS_PER_S
+                containers = []
+                for c in sample.containers:
+                    c_cpu = None
+                    if c.cpu_ns is not None:
+                        rate = self._rates.update(f"ctr/{uid}/{c.id}", t, float(c.cpu_ns))
+                        c_cpu = None if rate is None else rate / _NS_PER_S
+                    containers.append(ContainerUsage(c.id, c.rel, c_cpu, c.cpu_quota_us, c.cpu_period_us))
+                pods[uid] = PodUsageTick(
+                    uid=uid,
+                    qos=pod.qos,
+                    rel=pod.rel,
+                    cpu_cores=pod_cpu,
+                    memory=sample.memory,
+                    working_set_bytes=sample.working_set_bytes,
+                    containers=tuple(containers),
+                )
+            self._rates.expire(mono)
+        return Tick(
+            time=now,
+            node_cpu_cores=cpu,
+            node_memory=memory,
+            cpu_count=self.node.cpu_count(),
+            pods=MappingProxyType(pods),
+            errors=tuple(errors),
+            duration_seconds=time.perf_counter() - started,
+        )
