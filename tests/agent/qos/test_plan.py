@@ -1,0 +1,233 @@
+"""specs/crane.md §4–§6 planner decisions: gaps, eviction until closed, refusals, rate limit, throttle passes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from agent.qos.detect import Detector, RuleResult
+from agent.qos.plan import ActResult, EngineMemory, EvictionRateLimit, Outcome, Waterline, execute, gap_for
+from agent.qos.state import ContainerState, NodeState, PodState
+from common.waterline import WaterlinePolicy
+from tests.agent.qos.factories import EVICT, THROTTLE, container, node, pod, policy, rule
+
+
+@dataclass
+class FakeActuators:
+    refuse: set[str] = field(default_factory=set)
+    fail_quota: set[str] = field(default_factory=set)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def evict(self, p: PodState, grace_period_seconds: int) -> ActResult:
+        self.calls.append(("evict", p.key, grace_period_seconds))
+        if p.key in self.refuse:
+            return ActResult(Outcome.REFUSED, "Cannot evict pod as it would violate the pod's disruption budget")
+        return ActResult(Outcome.ACCEPTED)
+
+    def set_cpu_quota(self, p: PodState, c: ContainerState, quota_us: int, period_us: int) -> ActResult:
+        self.calls.append(("quota", p.key, c.name, quota_us))
+        if p.key in self.fail_quota:
+            return ActResult(Outcome.FAILED, "EPERM")
+        return ActResult(Outcome.ACCEPTED)
+
+    def evicted(self) -> list[str]:
+        return [c[1] for c in self.calls if c[0] == "evict"]
+
+
+NO_LIMIT = EvictionRateLimit(max_evictions=1000, per_seconds=10)
+
+
+def _fire(pol: WaterlinePolicy, state: NodeState) -> list[RuleResult]:
+    d = Detector()
+    return [d.evaluate(pol, r, state) for r in pol.rules]
+
+
+def _plan(pol: WaterlinePolicy, state: NodeState, act: FakeActuators | None = None,
+          memory: EngineMemory | None = None, limit: EvictionRateLimit = NO_LIMIT) -> tuple[Any, FakeActuators]:
+    act = act or FakeActuators()
+    out = execute(_fire(pol, state), state, memory or EngineMemory(), act, limit)
+    return out, act
+
+
+def test_gap_formulas() -> None:
+    wl = Waterline(Fraction(6000), Fraction(1, 10))
+    assert gap_for("cpu_total_usage", wl, node(cpu=7000)) == 1100
+    assert gap_for("cpu_total_usage", wl, node(cpu=7000), up=True) == -1100
+    util = Waterline(Fraction(70), Fraction(1, 10))
+    # (1.1)(80-70) percent of 8 cores -> 880 millicores
+    assert gap_for("cpu_total_utilization", util, node(cpu_total_utilization=80.0, cores=8)) == 880
+    assert gap_for("cpu_total_utilization", util, node(cpu_total_utilization=80.0, cores=0)) is None
+    mem = Waterline(Fraction(50), Fraction(0))
+    assert gap_for("memory_total_utilization", mem, node(memory_total_utilization=60.0, mem_total=1000)) == 100
+    assert gap_for("memory_total_usage", mem, node()) is None
+
+
+def test_evict_stops_as_soon_as_gap_closes() -> None:
+    pol = policy(rule(action=EVICT))  # gap 1100 at 7000 used
+    s = node(pod("a", cpu=600), pod("b", cpu=400), pod("c", cpu=300), pod("d", cpu=200), cpu=7000)
+    out, act = _plan(pol, s)
+    assert act.evicted() == ["default/a", "default/b", "default/c"]  # 600+400 < 1100, +300 closes it
+    assert out.order == ["default/a", "default/b", "default/c", "default/d"]
+    assert [a.released for a in out.actions] == [{"cpu_total_usage": 600}, {"cpu_total_usage": 400},
+                                                 {"cpu_total_usage": 300}]
+
+
+def test_no_gap_no_action_when_not_triggered() -> None:
+    out, act = _plan(policy(rule(action=EVICT)), node(pod("a"), cpu=6000))
+    assert act.calls == [] and out.order is None
+
+
+def test_pdb_refused_eviction_not_counted() -> None:
+    pol = policy(rule(action=EVICT))
+    s = node(pod("a", cpu=2000), pod("b", cpu=1500), cpu=7000)
+    out, act = _plan(pol, s, FakeActuators(refuse={"default/a"}))
+    assert act.evicted() == ["default/a", "default/b"]
+    assert [a.pod for a in out.actions] == ["default/b"]
+    assert out.evictions_refused == 1
+    assert out.skipped[0].pod == "default/a" and out.skipped[0].reason.startswith("refused")
+
+
+def test_critical_and_terminating_pods_are_skipped() -> None:
+    pol = policy(rule(action=EVICT))
+    s = node(pod("crit", cpu=5000, critical=True), pod("dying", cpu=5000, terminating=True), pod("ok", cpu=100))
+    out, act = _plan(pol, s)
+    assert act.evicted() == ["default/ok"]
+    assert {(k.pod, k.reason.split(" ")[0]) for k in out.skipped} == {("default/crit", "critical"),
+                                                                      ("default/dying", "terminating")}
+
+
+def test_only_pods_allowed_by_pod_qos() -> None:
+    pq = [{"labelSelector": {"matchLabels": {"tier": "batch"}}, "allowedActions": ["eviction"]},
+          {"labelSelector": {"matchLabels": {"tier": "web"}}, "allowedActions": ["throttle"]}]
+    pol = policy(rule(action=EVICT), pod_qos=pq)
+    s = node(pod("web", cpu=5000, labels={"tier": "web"}), pod("batch", cpu=10, labels={"tier": "batch"}),
+             pod("none", cpu=5000))
+    _, act = _plan(pol, s)
+    assert act.evicted() == ["default/batch"]  # releases only 10m, nothing else is allowed
+
+
+def test_evict_grace_period_from_action() -> None:
+    # B6: the action's grace overrides the pod's; the smallest across merged actions wins
+    a1 = {"name": "evict-slow", "eviction": {"terminationGracePeriodSeconds": 60}}
+    a2 = {"name": "evict-fast", "eviction": {"terminationGracePeriodSeconds": 5}}
+    pq = [{"labelSelector": {"matchLabels": {"x": "y"}}, "allowedActions": ["evict-slow", "evict-fast"]}]
+    pol = policy(rule("r1", action=a1), rule("r2", value="6500", action=a2), pod_qos=pq)
+    s = node(pod("p", cpu=3000, grace=120, labels={"x": "y"}), cpu=7000)
+    out, act = _plan(pol, s)
+    assert act.calls == [("evict", "default/p", 5)]
+    assert out.actions[0].rules == ("p.r1", "p.r2")
+    # no action grace: the pod's own, else 30
+    for grace, want in ((120, 120), (None, 30)):
+        _, act = _plan(policy(rule(action=EVICT)), node(pod("p", cpu=3000, grace=grace)))
+        assert act.calls == [("evict", "default/p", want)]
+
+
+def test_smallest_waterline_among_fired_rules() -> None:
+    pol = policy(rule("hi", value="6800"), rule("lo", value="5000"), rule("idle", value="9000"))
+    s = node(*(pod(f"p{i}", cpu=1000, start=1000.0 + i) for i in range(5)), cpu=7000)
+    _, act = _plan(pol, s)
+    assert len(act.evicted()) == 3  # gap (1.1)(7000-5000) = 2200 -> three 1000m pods
+
+
+def test_evict_two_metrics_own_credit_only() -> None:
+    # B9 + §6.3: cpu first (name order), then memory; a pod evicted for cpu gives memory no credit
+    pol = policy(rule("cpu", value="6000"), rule("mem", metric="memory_total_usage", value="1000"))
+    s = node(pod("cpu-hog", cpu=3000, memory=900), pod("mem-hog", cpu=10, memory=500), pod("small", cpu=5, memory=10),
+             cpu=7000, memory=1800)
+    out, act = _plan(pol, s)
+    # cpu gap 1100 -> cpu-hog; memory gap 880 -> cpu-hog skipped (no credit), mem-hog 500, small 10
+    assert act.evicted() == ["default/cpu-hog", "default/mem-hog", "default/small"]
+    assert out.order == ["default/cpu-hog", "default/mem-hog", "default/small"]
+    assert [a.released for a in out.actions] == [{"cpu_total_usage": 3000}, {"memory_total_usage": 500},
+                                                 {"memory_total_usage": 10}]
+
+
+def test_unquantified_metric_evicts_every_candidate() -> None:
+    pol = policy(rule("load", metric="cpu_load_1_min", value="4"), rule("cpu", value="6000"))
+    s = node(pod("a", cpu=10), pod("b", cpu=10), pod("c", cpu=10), cpu=6500, cpu_load_1_min=9.0)
+    out, act = _plan(pol, s)
+    assert act.evicted() == ["default/a", "default/b", "default/c"] and out.order is None
+    # only unregistered metrics: nothing is evicted, but the rule still triggers
+    pol = policy(rule("load", metric="cpu_load_1_min", value="4"))
+    out, act = _plan(pol, node(pod("a"), cpu_load_1_min=9.0))
+    assert act.calls == [] and out.notes
+
+
+def test_rate_limit_per_node() -> None:
+    pol = policy(rule(action=EVICT))
+    s = node(pod("a", cpu=100), pod("b", cpu=100), pod("c", cpu=100), cpu=7000)
+    mem = EngineMemory()
+    limit = EvictionRateLimit()  # default: 1 per 10 s
+    out, act = _plan(pol, s, memory=mem, limit=limit)
+    assert act.evicted() == ["default/a"] and out.evictions_rate_limited == 1
+    out, act = _plan(pol, node(*s.pods, t=s.time + 5), memory=mem, limit=limit)
+    assert act.evicted() == []
+    out, act = _plan(pol, node(*s.pods, t=s.time + 10), memory=mem, limit=limit)
+    assert act.evicted() == ["default/b"]  # a is remembered as evicted while it is still listed
+
+
+def test_throttle_down_precise_single_pass() -> None:
+    pol = policy(rule(action=THROTTLE))  # gap 1100
+    s = node(pod("a", cpu=5000), pod("b", cpu=4000), pod("c", cpu=3000), pod("d", cpu=100), cpu=7000)
+    out, act = _plan(pol, s)
+    assert [c[1:] for c in act.calls] == [("default/a", "c", 450_000), ("default/b", "c", 360_000),
+                                           ("default/c", "c", 270_000)]
+    assert sum(a.released["cpu_total_usage"] for a in out.actions) == 1200
+    assert all(a.direction == "down" and a.previous_quota_us == -1 for a in out.actions)
+
+
+def test_throttle_failed_write_releases_nothing() -> None:
+    pol = policy(rule(action=THROTTLE))
+    s = node(pod("a", cpu=5000), pod("b", cpu=5000), cpu=7000)
+    out, act = _plan(pol, s, FakeActuators(fail_quota={"default/a"}))
+    assert [a.pod for a in out.actions] == ["default/b"] and out.errors
+
+
+def test_throttle_on_unquantified_metric_does_nothing_unless_cpu_also_fired() -> None:
+    pol = policy(rule("mem", metric="memory_total_usage", value="10", action=THROTTLE))
+    out, act = _plan(pol, node(pod("a"), memory=100))
+    assert act.calls == [] and out.notes
+    pol = policy(rule("mem", metric="memory_total_usage", value="10", action=THROTTLE),
+                 rule("cpu", action=THROTTLE))
+    out, act = _plan(pol, node(pod("a", cpu=10), pod("b", cpu=20), memory=100, cpu=7000))
+    assert [c[1] for c in act.calls] == ["default/a", "default/b"]  # every candidate, list order, no gap
+
+
+def test_throttle_ratios_merge_to_the_larger() -> None:
+    t1 = {"name": "t1", "throttle": {"cpuThrottle": {"stepCPURatio": 10, "minCPURatio": 0}}}
+    t2 = {"name": "t2", "throttle": {"cpuThrottle": {"stepCPURatio": 50, "minCPURatio": 0}}}
+    pq = [{"labelSelector": {"matchLabels": {"a": "b"}}, "allowedActions": ["t1", "t2"]}]
+    pol = policy(rule("r1", action=t1), rule("r2", action=t2), pod_qos=pq)
+    out, act = _plan(pol, node(pod("a", cpu=4000, labels={"a": "b"}), cpu=7000))
+    assert act.calls == [("quota", "default/a", "c", 200_000)]
+
+
+def test_preview_rules_act_on_nothing() -> None:
+    pol = policy(rule(action=EVICT, strategy="Preview"))
+    out, act = _plan(pol, node(pod("a", cpu=5000), cpu=7000))
+    assert act.calls == [] and out.actions == []
+
+
+def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
+    pol = policy(rule(action=THROTTLE, restoreThreshold=1))
+    mem = EngineMemory()
+    det = Detector()
+    act = FakeActuators()
+    p0 = pod("a", cpu=2000, containers=(container("c", usage=2000, quota=200_000, limit=2000),))
+
+    def tick(cpu: int, t: float) -> Any:
+        s = node(p0, cpu=cpu, t=t)
+        return execute([det.evaluate(pol, r, s) for r in pol.rules], s, mem, act, NO_LIMIT)
+
+    tick(7000, 0)
+    tick(7000, 10)
+    tick(7000, 20)  # 200000 -> 180000 -> 162000 -> 145800 (replayed state: memory overlays our writes)
+    assert [c[3] for c in act.calls] == [180_000, 162_000, 145_800]
+    out = tick(3000, 30)  # restore tick: one step up
+    assert [(a.direction, a.cpu_quota_us) for a in out.actions] == [("up", 160_380)]
+    assert [a.cpu_quota_us for a in tick(3000, 40).actions] == [176_418]  # calm ticks keep stepping up
+    assert [a.cpu_quota_us for a in tick(3000, 50).actions] == [194_059]
+    assert [a.cpu_quota_us for a in tick(3000, 60).actions] == [200_000]  # capped at the original (= the limit)
+    assert not mem.throttled
+    assert tick(3000, 70).actions == []
