@@ -1,0 +1,169 @@
+"""The engine across ticks against the in-memory cluster: taint/condition, cool-down, PDBs, dry-run, policies."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from agent.qos.actuate import CONDITION_TYPE, TAINT_KEY, Actuation, ClusterEvictor, NodeScheduling, RecordingActuators
+from agent.qos.runtime import WaterlineRuntime
+from agent.qos.state import PodState
+from common.clock import FakeClock
+from common.cluster.memory import MemoryCluster
+from tests.agent.qos.factories import EVICT, THROTTLE, T0, node, pod, policy_dict, rule
+
+
+def _pod_obj(p: PodState) -> dict[str, Any]:
+    return {"kind": "Pod", "metadata": {"name": p.name, "namespace": p.namespace, "uid": p.uid, "labels": dict(p.labels)},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}}
+
+
+class Env:
+    def __init__(self, *pods: PodState, dry_run: bool = False, policy: dict[str, Any] | None = None) -> None:
+        self.clock = FakeClock(T0)
+        self.cluster = MemoryCluster(clock=self.clock)
+        self.cluster.create("Node", {"kind": "Node", "metadata": {"name": "n1", "labels": {"pool": "x"}},
+                                     "spec": {"taints": [{"key": "other", "effect": "NoSchedule"}]},
+                                     "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        for p in pods:
+            self.cluster.create("Pod", _pod_obj(p))
+        self.pods = pods
+        self.quota = RecordingActuators()
+        self.registry = CollectorRegistry()
+        act = Actuation(self.quota, ClusterEvictor(self.cluster), NodeScheduling(self.cluster, "n1", self.clock))
+        self.rt = WaterlineRuntime(self.cluster, "n1", self.clock, act, dry_run, registry=self.registry)
+        if policy is not None:
+            self.cluster.create("WaterlinePolicy", policy)
+        self.rt.policies.watch(self.cluster)
+
+    def tick(self, cpu: int | None, dt: float = 10.0, **kw: Any) -> Any:
+        report = self.rt.tick(node(*self.pods, cpu=cpu, t=self.clock.now(), labels={"pool": "x"}, **kw))
+        self.clock.advance(dt)
+        return report
+
+    def node_obj(self) -> dict[str, Any]:
+        return self.cluster.get("Node", "n1")
+
+    def tainted(self) -> bool:
+        return any(t["key"] == TAINT_KEY and t["effect"] == "PreferNoSchedule"
+                   for t in self.node_obj()["spec"].get("taints", []))
+
+    def condition(self) -> str | None:
+        for c in self.node_obj()["status"].get("conditions", []):
+            if c["type"] == CONDITION_TYPE:
+                return str(c["status"])
+        return None
+
+    def reasons(self) -> list[str]:
+        return [e.reason for e in self.cluster.events]
+
+    def metric(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+
+def test_schedule_restore_after_cooldown() -> None:
+    # B3: re-enabled once no rule is triggered and coolDownSeconds passed since the last trigger
+    only_taint = {"name": "taint", "coolDownSeconds": 30}
+    env = Env(policy=policy_dict(rule(action=only_taint, restoreThreshold=1)))
+    got = []
+    for cpu in (5000, 7000, 5000, 5000, 5000, 5000):
+        r = env.tick(cpu)
+        got.append((r.scheduling, env.tainted(), env.condition()))
+    assert got == [("enabled", False, "False"), ("disabled", True, "True"), ("disabled", True, "True"),
+                   ("disabled", True, "True"), ("enabled", False, "False"), ("enabled", False, "False")]
+    assert {"key": "other", "effect": "NoSchedule"} in env.node_obj()["spec"]["taints"]  # others' taints kept
+    assert [c["type"] for c in env.node_obj()["status"]["conditions"]] == ["Ready", CONDITION_TYPE]
+    assert env.reasons() == ["AvoidanceTriggered", "SchedulingDisabled", "RestoreTriggered", "SchedulingEnabled"]
+    assert env.metric("loadwise_agent_waterline_scheduling_enabled", node="n1", dry_run="false") == 1
+
+
+def test_scheduling_stays_disabled_while_rule_active_and_reenabled_when_policy_goes() -> None:
+    env = Env(policy=policy_dict(rule(action={"name": "taint", "coolDownSeconds": 1}, restoreThreshold=3)))
+    env.tick(7000)
+    env.tick(5000)
+    assert env.tainted()  # active until 3 consecutive under-samples
+    env.cluster.delete("WaterlinePolicy", "p")
+    r = env.tick(5000)
+    assert r.scheduling == "enabled" and not env.tainted()
+
+
+def test_preview_only_events() -> None:
+    env = Env(pod("a", cpu=5000), policy=policy_dict(rule(action=EVICT, strategy="Preview")))
+    r = env.tick(7000)
+    assert r.preview == ("p.cpu",) and r.triggered == () and r.actions == ()
+    assert not env.tainted() and env.cluster.evictions == []
+    assert env.reasons() == ["AvoidanceTriggered"]
+
+
+def test_pdb_refused_eviction_not_counted() -> None:
+    a = pod("a", cpu=3000, labels={"app": "guarded"})
+    b = pod("b", cpu=2000)
+    env = Env(a, b, policy=policy_dict(rule(action=EVICT)))
+    env.cluster.create("PodDisruptionBudget", {"kind": "PodDisruptionBudget", "metadata": {"name": "g", "namespace": "default"},
+                                               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}}})
+    r = env.tick(7000)
+    assert env.cluster.refused_evictions == ["default/a"] and env.cluster.evictions == ["default/b"]
+    assert [x.pod for x in r.actions] == ["default/b"]
+    assert r.skipped[0].pod == "default/a" and "disruption budget" in r.skipped[0].reason
+    assert env.metric("loadwise_agent_waterline_evictions_total", node="n1", result="refused", dry_run="false") == 1
+    assert env.metric("loadwise_agent_waterline_evictions_total", node="n1", result="accepted", dry_run="false") == 1
+    assert env.metric("loadwise_agent_waterline_released_total", node="n1", metric="cpu_total_usage",
+                      action="evict", dry_run="false") == 2000
+    assert "WaterlineEviction" in env.reasons()
+
+
+def test_dry_run_actuates_nothing() -> None:
+    pol = policy_dict(rule("cpu", action=EVICT), rule("t", value="5000", action=THROTTLE))
+    env = Env(pod("a", cpu=3000), pod("b", cpu=2000), dry_run=True, policy=pol)
+    r = env.tick(7000)
+    assert r.dry_run and r.scheduling == "disabled"
+    assert {a.action for a in r.actions} == {"evict", "throttle"}
+    assert env.cluster.evictions == [] and env.quota.calls == [] and not env.tainted() and env.condition() is None
+    assert all(e.message.startswith("[dry-run] ") for e in env.cluster.events)
+    assert env.metric("loadwise_agent_waterline_evictions_total", node="n1", result="accepted", dry_run="true") == 1
+    assert env.metric("loadwise_agent_actions_total", node="n1", action="throttle", reason="p.t", dry_run="true") == 1
+
+
+def test_dry_run_policy_annotation() -> None:
+    pol = policy_dict(rule(action=EVICT))
+    pol["metadata"]["annotations"] = {"qos.loadwise.io/dry-run": "true"}
+    env = Env(pod("a", cpu=3000), policy=pol)
+    r = env.tick(7000)
+    assert [a.pod for a in r.actions] == ["default/a"]
+    assert env.cluster.evictions == [] and not env.tainted()
+    assert r.scheduling == "enabled"  # the live lane has nothing triggered
+
+
+def test_invalid_policy_rejected_and_last_valid_keeps_running() -> None:
+    env = Env(pod("a", cpu=3000), policy=policy_dict(rule(action=EVICT, avoidanceThreshold=2)))
+    bad = copy.deepcopy(env.cluster.get("WaterlinePolicy", "p"))
+    bad["spec"]["objectiveEnsurances"][0]["avoidanceThreshold"] = 0
+    env.cluster.replace("WaterlinePolicy", bad)
+    ev = [e for e in env.cluster.events if e.reason == "InvalidPolicy"]
+    assert len(ev) == 1 and ev[0].kind == "WaterlinePolicy" and ev[0].type == "Warning"
+    assert "spec.objectiveEnsurances[0].avoidanceThreshold" in ev[0].message
+    cond = env.cluster.get("WaterlinePolicy", "p")["status"]["conditions"]
+    assert cond[0]["status"] == "False" and cond[0]["field"] == "spec.objectiveEnsurances[0].avoidanceThreshold"
+    env.tick(7000)
+    r = env.tick(7000)
+    assert r.triggered == ("p.cpu",)  # the previous version (threshold 2) still runs
+    assert env.cluster.evictions == ["default/a"]
+    assert env.metric("loadwise_agent_waterline_rejected_policies", node="n1") == 1
+    # a new, never-valid policy runs nothing
+    env.cluster.create("WaterlinePolicy", {**policy_dict(name="q"), "spec": {"objectiveEnsurances": []}})
+    assert [p.name for p in env.rt.policies.policies()] == ["p"]
+
+
+def test_node_selector_limits_policies() -> None:
+    env = Env(pod("a", cpu=3000), policy=policy_dict(rule(action=EVICT), nodeSelector={"matchLabels": {"pool": "y"}}))
+    r = env.tick(7000)
+    assert r.triggered == () and r.rules == ()
+
+
+def test_missing_metric_is_reported_and_freezes() -> None:
+    env = Env(pod("a"), policy=policy_dict(rule(action=EVICT)))
+    r = env.tick(None)
+    assert r.errors == ("p.cpu: cpu_total_usage: metric not found",)
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="error") == 1
