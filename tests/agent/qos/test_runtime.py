@@ -12,7 +12,7 @@ from agent.qos.runtime import WaterlineRuntime
 from agent.qos.state import PodState
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
-from tests.agent.qos.factories import EVICT, THROTTLE, T0, node, pod, policy_dict, rule
+from tests.agent.qos.factories import EVICT, T0, THROTTLE, node, pod, policy_dict, rule
 
 
 def _pod_obj(p: PodState) -> dict[str, Any]:

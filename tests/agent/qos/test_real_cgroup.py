@@ -1,0 +1,163 @@
+"""The throttle actuator against the real kernel: a pod-shaped cgroup with a CPU burner, measured usage.
+
+The engine sees a NodeState built from the cgroup's own CPU accounting (cpuacct.usage on v1, cpu.stat
+usage_usec on v2), so "node usage" here is the burner's; the waterline is set below what it burns.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from agent.qos.actuate import Actuation, CgroupQuotaWriter, RecordingActuators, read_cpu_quota
+from agent.qos.policy import PolicyStore
+from agent.qos.runtime import WaterlineRuntime
+from agent.qos.state import ContainerState, NodeState, PodState
+from common.clock import SystemClock
+from common.resources import Resources
+from tests.agent.qos.factories import policy_dict, rule
+
+pytestmark = pytest.mark.cgroup
+
+V1_CPU = Path("/sys/fs/cgroup/cpu")
+V1_ACCT = Path("/sys/fs/cgroup/cpuacct")
+V2 = Path("/sys/fs/cgroup/unified")
+TICK = 0.5
+
+
+@dataclass
+class Hierarchy:
+    cpu_dir: Path  # where the quota lives (the container cgroup)
+    acct_dir: Path  # where usage is read
+    v2: bool
+    made: list[Path] = field(default_factory=list)
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def usage_ns(self) -> int:
+        if self.v2:
+            for line in (self.acct_dir / "cpu.stat").read_text().splitlines():
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) * 1000
+            raise AssertionError("cpu.stat without usage_usec")
+        return int((self.acct_dir / "cpuacct.usage").read_text())
+
+    def burn(self) -> subprocess.Popen[bytes]:
+        targets = [self.cpu_dir / "cgroup.procs"] + ([] if self.v2 else [self.acct_dir / "cgroup.procs"])
+
+        def enter() -> None:
+            for t in targets:
+                t.write_text(str(os.getpid()))
+
+        p = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=enter)  # noqa: S603
+        self.procs.append(p)
+        return p
+
+
+def _mk(path: Path, made: list[Path]) -> None:
+    path.mkdir()
+    made.append(path)
+
+
+@pytest.fixture
+def cgroup() -> Iterator[Hierarchy]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create cgroups")
+    name = f"loadwise-qos-test-{os.getpid()}"
+    made: list[Path] = []
+    h: Hierarchy | None = None
+    try:
+        if (V1_CPU / "cpu.cfs_quota_us").exists() and (V1_ACCT / "cpuacct.usage").exists():
+            for root in (V1_CPU, V1_ACCT):
+                _mk(root / name, made)
+                _mk(root / name / "pod-uid", made)
+                _mk(root / name / "pod-uid" / "main", made)
+            h = Hierarchy(V1_CPU / name / "pod-uid" / "main", V1_ACCT / name / "pod-uid" / "main", False, made)
+        elif "cpu" in (V2 / "cgroup.controllers").read_text().split() if (V2 / "cgroup.controllers").exists() else False:
+            _mk(V2 / name, made)
+            (V2 / "cgroup.subtree_control").write_text("+cpu")
+            (V2 / name / "cgroup.subtree_control").write_text("+cpu")
+            _mk(V2 / name / "pod-uid", made)
+            (V2 / name / "pod-uid" / "cgroup.subtree_control").write_text("+cpu")
+            _mk(V2 / name / "pod-uid" / "main", made)
+            h = Hierarchy(V2 / name / "pod-uid" / "main", V2 / name / "pod-uid" / "main", True, made)
+        else:
+            pytest.skip("no writable cgroup with the cpu controller (v1 cpu+cpuacct or v2 cpu)")
+    except PermissionError as exc:
+        for d in reversed(made):
+            d.rmdir()
+        pytest.skip(f"cgroups are not writable here: {exc}")
+    try:
+        yield h
+    finally:
+        for p in h.procs:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+        time.sleep(0.05)
+        for d in reversed(made):
+            d.rmdir()
+
+
+def _state(h: Hierarchy, usage_milli: int, now: float) -> NodeState:
+    quota, period = read_cpu_quota(h.cpu_dir)
+    c = ContainerState("main", usage_milli, quota, period, str(h.cpu_dir), Resources(), Resources())
+    pod = PodState("batch", "burner", "pod-uid", "BestEffort", 0, "koord-batch", now - 60, usage_milli, 0,
+                   Resources(), Resources(), (c,))
+    return NodeState("n1", now, (os.cpu_count() or 1) * 1000, 0, usage_milli, None, (pod,))
+
+
+def _measure(h: Hierarchy, seconds: float) -> int:
+    u0, t0 = h.usage_ns(), time.monotonic()
+    time.sleep(seconds)
+    return int((h.usage_ns() - u0) / (time.monotonic() - t0) / 1e6)
+
+
+def test_throttle_brings_measured_usage_under_the_waterline_and_restore_lifts_it(cgroup: Hierarchy) -> None:
+    h = cgroup
+    burners = min(2, os.cpu_count() or 1)
+    for _ in range(burners):
+        h.burn()
+    baseline = _measure(h, TICK)
+    assert baseline > 300, f"the burner did not get CPU ({baseline}m)"
+    waterline = int(baseline * 0.6)
+    action = {"name": "throttle", "coolDownSeconds": 1, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}}
+    store = PolicyStore()
+    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=3),
+                             pod_qos=[{"labelSelector": {"matchLabels": {}}, "scopeSelector": {"matchExpressions": [
+                                 {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]},
+                                 "allowedActions": ["throttle"]}]))
+    writer = CgroupQuotaWriter()
+    rt = WaterlineRuntime(None, "n1", SystemClock(), Actuation(writer, RecordingActuators(), RecordingActuators()),
+                          registry=CollectorRegistry(), policies=store)
+
+    usage, seen = baseline, []
+    for _ in range(8):
+        report = rt.tick(_state(h, usage, time.time()))
+        usage = _measure(h, TICK)
+        seen.append((report.triggered, read_cpu_quota(h.cpu_dir)[0], usage))
+        if writer.writes and usage < waterline:
+            break
+    assert writer.writes, f"never throttled: {seen}"
+    assert usage < waterline, f"usage did not fall under {waterline}m: {seen}"
+    throttled_quota = read_cpu_quota(h.cpu_dir)[0]
+    assert 0 < throttled_quota <= int(baseline * 0.5 * 100) + 1000
+
+    h.procs[-1].kill()  # load falls: one burner stops
+    h.procs[-1].wait()
+    for _ in range(12):
+        rt.tick(_state(h, _measure(h, TICK / 2), time.time()))
+        if read_cpu_quota(h.cpu_dir)[0] == -1:
+            break
+    quotas = [w[1] for w in writer.writes]
+    assert read_cpu_quota(h.cpu_dir)[0] == -1, f"quota not lifted back: {quotas}"
+    ups = quotas[quotas.index(throttled_quota) + 1:]
+    assert ups[-1] == -1 and all(a < b for a, b in zip(ups, ups[1:-1], strict=False)), quotas
+    print(f"baseline {baseline}m waterline {waterline}m ticks {seen} quota writes {quotas}")
