@@ -11,6 +11,7 @@ __all__ = [
     "gang_job_order",
     "validity_error",
     "unschedulable_message",
+    "job_fit_error",
     "READY_REASON",
     "NOT_ENOUGH_TASKS",
     "NOT_ENOUGH_PODS_OF_TASK",
@@ -76,3 +77,32 @@ def unschedulable_message(min_available: int, schedulable: int, task_count: int,
     """PodGroup ``Unschedulable`` condition message, e.g. ``"3/4 tasks in gang unschedulable: ..."``."""
     return f"{min_available - schedulable}/{task_count} tasks in gang unschedulable: {fit_error}"
 
+
+
+def _histogram(counts: Mapping[str, int]) -> str:
+    return ", ".join(sorted(f"{n} {name}" for name, n in counts.items() if n > 0))
+
+
+def job_fit_error(
+    ready: bool,
+    status_counts: Mapping[str, int],
+    min_available: int,
+    pending_reasons: Mapping[str, int],
+    origin: str = "",
+) -> str:
+    """Volcano's ``JobInfo.FitError()``: why a job as a whole did not fit.
+
+    ``status_counts`` are task counts per status name, ``pending_reasons`` the Pending tasks' reasons
+    (``Schedulable``/``Unschedulable``); both histograms are printed as sorted ``"<count> <name>"``
+    strings.  ``origin`` is the job-level error, or ``"<task>: <task fit message>"`` of the first
+    task that failed, appended as "Origin reason is ...".
+    """
+    parts = sorted([f"{n} {name}" for name, n in status_counts.items() if n > 0] + [f"{min_available} minAvailable"])
+    head = "pod group is ready" if ready else "pod group is not ready"
+    msg = f"{head}, {', '.join(parts)}"
+    pending = _histogram(pending_reasons)
+    if pending:
+        msg += f"; Pending: {pending}"
+    if origin:
+        msg += f". Origin reason is {origin}"
+    return msg

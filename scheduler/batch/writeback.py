@@ -1,0 +1,182 @@
+"""What a closed session means for PodGroup and Queue status (specs/volcano.md §2.1 step 7, §5).
+
+Pure functions of the session's JobInfo/QueueInfo values after ``Session.close()`` (where gang has recorded
+``job.unschedulable`` and ``job.job_fit_error``): the engine's write-back compares their result with the object's
+current status and patches only when something other than condition timestamps changed
+(:func:`scheduler.batch.lifecycle.status_changed`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from common.resources import Resources
+from scheduler.batch.gang import NOT_ENOUGH_PODS_OF_TASK, NOT_ENOUGH_RESOURCES, NOT_ENOUGH_TASKS, READY_REASON
+from scheduler.batch.lifecycle import (
+    POD_GROUP_READY,
+    GangCounts,
+    PodGroupPhase,
+    QueueState,
+    merge_condition,
+    podgroup_condition,
+    podgroup_phase,
+    queue_state_after,
+    queue_status_counts,
+)
+from scheduler.framework.api import ALLOCATED_STATUS, SCHEDULED_STATUS, JobInfo, QueueInfo, TaskStatus
+
+__all__ = [
+    "UNSCHEDULABLE",
+    "SCHEDULED",
+    "PodGroupEvent",
+    "gang_counts",
+    "unschedulable_reason",
+    "podgroup_phase_after",
+    "podgroup_status",
+    "podgroup_event",
+    "queue_allocated",
+    "queue_statuses",
+]
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULED = "Scheduled"
+_GANG_PREFIX = re.compile(r"^\d+/\d+ tasks in gang unschedulable: ")
+
+
+def gang_counts(job: JobInfo) -> GangCounts:
+    """Counts ``getPodGroupPhase`` needs: scheduled includes this session's binds and releasing pods on a node."""
+    releasing_on_node = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
+    scheduled = job.count(*SCHEDULED_STATUS, TaskStatus.BINDING, TaskStatus.ALLOCATED) + releasing_on_node
+    return GangCounts(
+        min_member=job.min_available,
+        running=job.count(TaskStatus.RUNNING),
+        scheduled=scheduled,
+        completed=job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED),
+        unschedulable_this_session=job.unschedulable,
+    )
+
+
+def unschedulable_reason(job: JobInfo) -> str:
+    """The ``Unschedulable`` condition's reason: why gang gave up on the job."""
+    if not job.check_task_valid():
+        return NOT_ENOUGH_PODS_OF_TASK
+    if job.valid_task_num() < job.min_available:
+        return NOT_ENOUGH_TASKS
+    return NOT_ENOUGH_RESOURCES
+
+
+def podgroup_phase_after(job: JobInfo) -> PodGroupPhase:
+    """The phase as the session closes; ``job.phase`` already holds enqueue's admission (Pending → Inqueue)."""
+    try:
+        previous = PodGroupPhase(job.phase or "Pending")
+    except ValueError:
+        previous = PodGroupPhase.PENDING
+    return podgroup_phase(previous, gang_counts(job))
+
+
+def podgroup_status(job: JobInfo, previous: Mapping[str, Any] | None, *, session_uid: str, now: str,
+                    gang: bool = True) -> dict[str, Any]:
+    """The PodGroup ``status`` after the session.
+
+    ``previous`` is the object's current status (its other fields and conditions are kept; conditions merge by
+    type as Volcano's ``UpdatePodGroupCondition`` does); ``now`` is an RFC 3339 time; ``gang`` says whether the
+    gang plugin ran (only it writes ``Unschedulable`` / ``Scheduled`` conditions).
+    """
+    old = dict(previous or {})
+    conditions = [dict(c) for c in old.get("conditions") or [] if isinstance(c, Mapping)]
+    if gang and job.tasks:
+        if job.unschedulable:
+            cond = podgroup_condition(UNSCHEDULABLE, unschedulable_reason(job), job.job_fit_error,
+                                      session_uid=session_uid, now=now)
+            conditions = merge_condition(conditions, cond)
+        elif job.is_ready():
+            cond = podgroup_condition(SCHEDULED, READY_REASON, "", session_uid=session_uid, now=now)
+            conditions = merge_condition(conditions, cond)
+    new = dict(old)
+    new.update({
+        "phase": podgroup_phase_after(job).value,
+        "running": job.count(TaskStatus.RUNNING),
+        "succeeded": job.count(TaskStatus.SUCCEEDED),
+        "failed": job.count(TaskStatus.FAILED),
+        "conditions": conditions,
+    })
+    return new
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupEvent:
+    type: str      # Normal | Warning
+    reason: str    # Unschedulable | Scheduled
+    message: str
+
+
+def podgroup_event(job: JobInfo, new_phase: str, *, status_changed: bool) -> PodGroupEvent | None:
+    """Volcano's ``RecordJobStatusEvent``: a Warning every session while the group waits (Pending, Inqueue,
+    Unknown) and gang found it unschedulable, a Normal ``Scheduled`` when its status changed otherwise."""
+    if new_phase in (PodGroupPhase.PENDING, PodGroupPhase.INQUEUE, PodGroupPhase.UNKNOWN):
+        if not job.unschedulable:
+            return None
+        detail = _GANG_PREFIX.sub("", job.job_fit_error)
+        pending = job.count(TaskStatus.PENDING)
+        return PodGroupEvent("Warning", UNSCHEDULABLE, f"{pending}/{len(job.tasks)} tasks in gang unschedulable: "
+                                                       f"{detail}")
+    if status_changed:
+        return PodGroupEvent("Normal", SCHEDULED, POD_GROUP_READY)
+    return None
+
+
+def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
+    """``status.allocated`` per queue: requests of Allocated/Binding/Bound/Running tasks.
+
+    When a ``root`` queue exists the queues form a tree through ``spec.parent`` (default ``root``) and every
+    ancestor accumulates its descendants' allocation.
+    """
+    own: dict[str, Resources] = {name: Resources() for name in queues}
+    for job in jobs:
+        if job.queue not in own:
+            continue
+        for t in job.tasks_in(*ALLOCATED_STATUS):
+            own[job.queue] = own[job.queue] + t.resreq
+    if "root" not in queues:
+        return own
+    out = dict(own)
+    for name, amount in own.items():
+        seen = {name}
+        parent = (queues[name].parent or "root") if name != "root" else ""
+        while parent and parent in queues and parent not in seen:
+            out[parent] = out[parent] + amount
+            seen.add(parent)
+            parent = (queues[parent].parent or "root") if parent != "root" else ""
+    return out
+
+
+def queue_statuses(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo],
+                   phases: Mapping[str, PodGroupPhase]) -> dict[str, dict[str, Any]]:
+    """Each queue's status: ``allocated``, PodGroup counts per phase, and ``state``.
+
+    ``phases`` maps job uid → phase after this session (:func:`podgroup_phase_after`) for jobs that have a
+    PodGroup object.  The state follows the queue controller's drain rule (a Closing queue without PodGroups is
+    Closed), since no other component drives it.
+    """
+    job_list = list(jobs)
+    allocated = queue_allocated(job_list, queues)
+    per_queue: dict[str, list[PodGroupPhase]] = {}
+    for job in job_list:
+        phase = phases.get(job.uid)
+        if phase is not None:
+            per_queue.setdefault(job.queue, []).append(phase)
+    out: dict[str, dict[str, Any]] = {}
+    for name, q in queues.items():
+        groups = per_queue.get(name, [])
+        try:
+            current = QueueState(q.state or "Open")
+        except ValueError:
+            current = QueueState.UNKNOWN
+        status: dict[str, Any] = {"state": queue_state_after(current, None, len(groups)).value,
+                                  "allocated": allocated[name].to_kube()}
+        status.update(queue_status_counts(groups).to_status())
+        out[name] = status
+    return out

@@ -1,0 +1,45 @@
+"""conformance: never evict what the cluster needs to run (specs/volcano.md §4.3).
+
+Pods of ``kube-system`` and pods with the ``system-cluster-critical`` / ``system-node-critical`` priority classes are
+never victims of preempt or reclaim.  Loadwise also keeps here, as the last line of defence, the
+``volcano.sh/preemptable: "false"`` marker of a pod or of its PodGroup (the actions already skip such pods; a
+PodGroup-level marker is otherwise not consulted by Volcano's victim filters).
+"""
+
+from __future__ import annotations
+
+from scheduler.batch.victims import VictimFacts, conformance_allows
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import PERMIT, Session
+
+__all__ = ["Conformance"]
+
+NAME = "conformance"
+
+
+class Conformance:
+    name = NAME
+
+    def on_session_open(self, ssn: Session) -> None:
+        def evictable(task: TaskInfo) -> bool:
+            facts = VictimFacts(namespace=task.namespace, priority_class_name=task.pod.priority_class_name,
+                                job_id=task.job, job_priority=0, task_priority=task.priority)
+            if not conformance_allows(facts) or not task.preemptable:
+                return False
+            job = ssn.jobs.get(task.job)
+            return job is None or job.preemptable
+
+        def victims(evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo] | None, int]:
+            return [t for t in evictees if evictable(t)], PERMIT
+
+        ssn.add_preemptable_fn(NAME, victims)
+        ssn.add_reclaimable_fn(NAME, victims)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> Conformance:
+    return Conformance()
