@@ -162,7 +162,7 @@ class PolicyStore:
                 cluster.emit_event(EventRecord(
                     kind=KIND, name=name, namespace="default", uid=str(meta.get("uid", "")), type="Warning",
                     reason="InvalidPolicy", message=f"rejected: {rej.text}{kept}", component=self._component,
-                    action="Validate", extra={"field": rej.field},
+                    action="Validate",
                 ))
             except ApiError as exc:
                 log.warning("cannot emit the rejection event for %s: %s", name, exc)

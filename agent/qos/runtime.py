@@ -240,7 +240,7 @@ class WaterlineRuntime:
         try:
             self.cluster.emit_event(EventRecord(kind=kind, name=name, namespace=namespace or "default", uid=uid,
                                                 reason=reason, message=text, type=type_, component=self.component,
-                                                action="Waterline", extra={"dryRun": dry}))
+                                                action="Waterline"))
         except ApiError as exc:
             log.warning("cannot emit event %s on %s %s: %s", reason, kind, name, exc)
 

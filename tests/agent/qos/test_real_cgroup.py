@@ -130,7 +130,7 @@ def test_throttle_brings_measured_usage_under_the_waterline_and_restore_lifts_it
     waterline = int(baseline * 0.6)
     action = {"name": "throttle", "coolDownSeconds": 1, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}}
     store = PolicyStore()
-    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=3),
+    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=2),
                              pod_qos=[{"labelSelector": {"matchLabels": {}}, "scopeSelector": {"matchExpressions": [
                                  {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]},
                                  "allowedActions": ["throttle"]}]))
@@ -150,8 +150,9 @@ def test_throttle_brings_measured_usage_under_the_waterline_and_restore_lifts_it
     throttled_quota = read_cpu_quota(h.cpu_dir)[0]
     assert 0 < throttled_quota <= int(baseline * 0.5 * 100) + 1000
 
-    h.procs[-1].kill()  # load falls: one burner stops
-    h.procs[-1].wait()
+    for proc in h.procs:  # load falls: the burners stop
+        proc.kill()
+        proc.wait()
     for _ in range(12):
         rt.tick(_state(h, _measure(h, TICK / 2), time.time()))
         if read_cpu_quota(h.cpu_dir)[0] == -1:
