@@ -78,12 +78,15 @@ def _floor_share(remaining: Mapping[str, int], weight: int, total_weight: int) -
     return Resources({k: int(v * ratio) for k, v in remaining.items()})
 
 
-def water_fill(total: Mapping[str, int], queues: Sequence[QueueDemand]) -> dict[str, Resources]:
+def water_fill(total: Mapping[str, int], queues: Sequence[QueueDemand],
+               total_guarantee: Mapping[str, int] | None = None) -> dict[str, Resources]:
     """Deserved resources per queue name.
 
-    Every queue's real capability uses the guarantees of *all* queues given, as Volcano does.
+    Every queue's real capability subtracts ``total_guarantee``: the guarantees of *all* queues of the cluster,
+    including queues without jobs that take no part in the filling (Volcano); by default those of ``queues``.
     """
-    total_guarantee = sum_resources(q.guarantee for q in queues)
+    if total_guarantee is None:
+        total_guarantee = sum_resources(q.guarantee for q in queues)
     caps = {q.name: real_capability(total, total_guarantee, q.guarantee, q.capability) for q in queues}
     deserved: dict[str, Resources] = {q.name: Resources() for q in queues}
     met: set[str] = set()

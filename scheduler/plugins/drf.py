@@ -1,0 +1,146 @@
+"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (specs/volcano.md §4.4).
+
+Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
+preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With
+``enableHierarchy: true`` queues are placed in a weighted tree (annotations ``volcano.sh/hierarchy`` and
+``volcano.sh/hierarchy-weights``) whose shares order queues and decide cross-queue reclaim.  Shares are kept
+current by event handlers after every allocate, pipeline and eviction in the session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from common.resources import Resources
+from scheduler.batch.drf import DrfCandidate, drf_victims, job_share
+from scheduler.batch.hdrf import HdrfTree, QueuePath, parse_queue_path
+from scheduler.framework.api import ALLOCATED_STATUS, JobInfo, QueueInfo, TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import PERMIT, EventHandler, Session
+
+__all__ = ["Drf"]
+
+NAME = "drf"
+log = logging.getLogger(__name__)
+
+
+def _sign(x: float) -> int:
+    return -1 if x < 0 else (1 if x > 0 else 0)
+
+
+def _annotations(queue: QueueInfo) -> Mapping[str, str]:
+    if queue.view is None:
+        return {}
+    return (queue.view.raw.get("metadata") or {}).get("annotations") or {}
+
+
+class Drf:
+    name = NAME
+
+    def __init__(self) -> None:
+        self.total = Resources()
+        self.allocated: dict[str, Resources] = {}
+        self.share: dict[str, float] = {}
+        self.tree: HdrfTree | None = None
+        self.paths: dict[str, QueuePath] = {}
+        self.requests: dict[str, Resources] = {}
+
+    def _update(self, job_id: str) -> None:
+        self.share[job_id] = job_share(self.allocated[job_id], self.total)
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total = ssn.total_resource
+        self.allocated, self.share = {}, {}
+        for job in ssn.jobs.values():
+            alloc = Resources()
+            for t in job.tasks_in(*ALLOCATED_STATUS):
+                alloc = alloc + t.resreq
+            self.allocated[job.uid] = alloc
+            self._update(job.uid)
+
+        def job_order(left: JobInfo, right: JobInfo) -> int:
+            ls, rs = self.share.get(left.uid, 0.0), self.share.get(right.uid, 0.0)
+            return 0 if ls == rs else (-1 if ls < rs else 1)
+
+        def preemptable(preemptor: TaskInfo, preemptees: list[TaskInfo]) -> tuple[list[TaskInfo] | None, int]:
+            cands = [DrfCandidate(t.job, self.allocated.get(t.job, Resources()), t.resreq) for t in preemptees]
+            chosen = drf_victims(self.allocated.get(preemptor.job, Resources()), preemptor.resreq, cands, self.total)
+            return [preemptees[i] for i in chosen], PERMIT
+
+        def on_allocate(task: TaskInfo) -> None:
+            if task.job in self.allocated:
+                self.allocated[task.job] = self.allocated[task.job] + task.resreq
+                self._update(task.job)
+                self._tree_job(ssn, task.job)
+
+        def on_deallocate(task: TaskInfo) -> None:
+            if task.job in self.allocated:
+                self.allocated[task.job] = self.allocated[task.job] - task.resreq
+                self._update(task.job)
+                self._tree_job(ssn, task.job)
+
+        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_preemptable_fn(NAME, preemptable)
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
+        opt = ssn.conf.plugin(NAME)
+        self.tree = None
+        if opt is not None and opt.hierarchy:
+            self._open_hierarchy(ssn)
+
+    # ---- hierarchical mode ----------------------------------------------------------------------------------------
+
+    def _open_hierarchy(self, ssn: Session) -> None:
+        self.tree = HdrfTree(self.total)
+        self.paths = {}
+        for q in ssn.queues.values():
+            try:
+                self.paths[q.name] = parse_queue_path(q.name, _annotations(q))
+            except ValueError as exc:   # a bad annotation must not stop the session; the queue sits under root
+                log.warning("%s", exc)
+                self.paths[q.name] = parse_queue_path(q.name, {})
+        self.requests = {}
+        for job in ssn.jobs.values():
+            if job.queue in self.paths:
+                self.requests[job.uid] = job.total_request()
+                self.tree.set_job(self.paths[job.queue], job.uid, self.allocated[job.uid], self.requests[job.uid])
+        self.tree.refresh()
+        tree = self.tree
+
+        def queue_order(left: QueueInfo, right: QueueInfo) -> int:
+            lp, rp = self.paths.get(left.name), self.paths.get(right.name)
+            if lp is None or rp is None:
+                return 0
+            return _sign(tree.compare_queues(lp, rp))
+
+        def reclaimable(reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> tuple[list[TaskInfo] | None, int]:
+            rjob = ssn.jobs.get(reclaimer.job)
+            if rjob is None or rjob.queue not in self.paths or rjob.uid not in self.requests:
+                return [], PERMIT
+            me = (self.paths[rjob.queue], rjob.uid, reclaimer.resreq)
+            victims: list[TaskInfo] = []
+            for t in reclaimees:
+                vjob = ssn.jobs.get(t.job)
+                if vjob is None or vjob.queue not in self.paths or vjob.uid not in self.requests:
+                    continue
+                if tree.reclaim_allows(me, (self.paths[vjob.queue], vjob.uid, t.resreq)):
+                    victims.append(t)
+            return victims, PERMIT
+
+        ssn.add_queue_order_fn(NAME, queue_order)
+        ssn.add_reclaimable_fn(NAME, reclaimable)
+
+    def _tree_job(self, ssn: Session, job_id: str) -> None:
+        if self.tree is None or job_id not in self.requests:
+            return
+        job = ssn.jobs[job_id]
+        self.tree.set_job(self.paths[job.queue], job_id, self.allocated[job_id], self.requests[job_id])
+        self.tree.refresh()
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.tree = None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> Drf:
+    return Drf()
