@@ -15,6 +15,8 @@ from loadwise import __version__
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "agent": ("loadwise.cmd_agent", "Run the node agent: collect usage, report NodeMetric, serve metrics, waterline"),
+    "doctor": ("loadwise.cmd_doctor", "Check this node for the agent: cgroup version/driver, paths, API access, RBAC"),
     "qos-plan": ("loadwise.cmd_qos_plan", "Replay a WaterlinePolicy against a node state offline and print the decisions"),
 }
 

@@ -28,6 +28,7 @@ __all__ = [
     "read_file",
     "clock_ticks",
     "ProcfsNodeSource",
+    "read_loadavg",
 ]
 
 # Indices of user, nice, system, irq, softirq on the "cpu" line (idle=3, iowait=4, steal=7, guest=8).
@@ -127,6 +128,14 @@ def node_memory(meminfo: dict[str, int]) -> NodeMemory:
         usage_without_page_cache=max(0, total - available),
         usage_with_page_cache=max(0, total - free),
     )
+
+
+def read_loadavg(proc_root: str = "/proc") -> tuple[float, float, float]:
+    """The 1, 5 and 15 minute load averages from ``<proc_root>/loadavg``."""
+    parts = read_file(os.path.join(proc_root, "loadavg")).split()
+    if len(parts) < 3:
+        raise ValueError("loadavg: fewer than three fields")
+    return float(parts[0]), float(parts[1]), float(parts[2])
 
 
 class CounterRate:

@@ -1,0 +1,183 @@
+"""``loadwise doctor``'s checks: what this node looks like to the agent, and whether the API lets it work.
+
+The checks probe rather than assume (cgroup v1 or v2, systemd or cgroupfs, custom roots, a procfs
+that is not the host's), and each returns a :class:`Check` with a verdict and the evidence, so
+the same list prints as text or JSON.  :data:`AGENT_API_ACCESS` is the complete table of API
+calls the agent makes (collect, report, waterline); the RBAC check asks the API server about each
+entry with a SelfSubjectAccessReview, and the deployment's Role can be checked against it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.collect.cgroups import V1, CgroupLayout, CgroupReader, detect_layout, scan_pods
+from agent.collect.procfs import ProcfsNodeSource, read_file
+from agent.config import AgentConfig
+from common.cluster import ApiError, Cluster, NotFound
+from common.qos import QoSClass
+
+__all__ = ["Check", "ApiAccess", "AGENT_API_ACCESS", "check_host", "check_api", "check_rbac"]
+
+OK = "ok"
+WARN = "warn"
+FAIL = "fail"
+SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    verdict: str  # ok | warn | fail | skip
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "verdict": self.verdict, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiAccess:
+    """One permission the agent needs: verb on group/resource[/subresource], and why."""
+
+    verb: str
+    group: str
+    resource: str
+    subresource: str = ""
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        res = f"{self.resource}/{self.subresource}" if self.subresource else self.resource
+        return f"{self.verb} {res}.{self.group}" if self.group else f"{self.verb} {res}"
+
+
+AGENT_API_ACCESS: tuple[ApiAccess, ...] = (
+    ApiAccess("list", "", "pods", why="pods on this node (field selector spec.nodeName)"),
+    ApiAccess("watch", "", "pods", why="pods on this node"),
+    ApiAccess("list", "", "nodes", why="this node's labels and allocatable"),
+    ApiAccess("watch", "", "nodes", why="this node's labels and allocatable"),
+    ApiAccess("get", "", "nodes", why="waterline: read taints before changing them"),
+    ApiAccess("patch", "", "nodes", why="waterline: the interference taint"),
+    ApiAccess("patch", "", "nodes", "status", why="waterline: the interference condition"),
+    ApiAccess("create", "", "pods", "eviction", why="waterline: evictions through the Eviction API"),
+    ApiAccess("get", "slo.loadwise.io", "nodemetrics", why="read the collect policy"),
+    ApiAccess("create", "slo.loadwise.io", "nodemetrics", why="create the node's NodeMetric if missing"),
+    ApiAccess("patch", "slo.loadwise.io", "nodemetrics", "status", why="report usage"),
+    ApiAccess("list", "qos.loadwise.io", "waterlinepolicies", why="waterline policies"),
+    ApiAccess("watch", "qos.loadwise.io", "waterlinepolicies", why="waterline policies"),
+    ApiAccess("patch", "qos.loadwise.io", "waterlinepolicies", "status", why="mark a rejected policy"),
+    ApiAccess("create", "events.k8s.io", "events", why="events about actions and rejected policies"),
+    ApiAccess("patch", "events.k8s.io", "events", why="event series counts"),
+)
+
+
+def _proc_check(config: AgentConfig) -> Check:
+    src = ProcfsNodeSource(config.proc_root)
+    if not src.available():
+        return Check("procfs", WARN, f"{config.proc_root}/stat or meminfo not readable: node usage would come from psutil")
+    try:
+        mem = src.memory()
+        src.cpu_cores(0.0)
+    except (OSError, ValueError) as exc:
+        return Check("procfs", FAIL, f"{config.proc_root}: {exc}")
+    return Check("procfs", OK, f"{config.proc_root}: {src.cpu_count()} CPUs, MemTotal {mem.total} bytes")
+
+
+def _controllers(layout: CgroupLayout) -> str:
+    if layout.version == V1:
+        present = [d for d in (layout.cpuacct_dir, layout.cpu_dir, layout.memory_dir) if os.path.isdir(d)]
+        return "v1 hierarchies: " + ", ".join(present)
+    try:
+        ctl = read_file(os.path.join(layout.cpuacct_dir, "cgroup.controllers")).decode().split()
+    except OSError:
+        ctl = []
+    return f"v2 at {layout.cpuacct_dir}, controllers: {' '.join(ctl) or '(none)'}"
+
+
+def check_host(config: AgentConfig) -> tuple[list[Check], CgroupLayout | None]:
+    """procfs, cgroup version/driver, kubepods paths, one pod's files."""
+    checks = [_proc_check(config)]
+    try:
+        layout = detect_layout(
+            config.cgroup_root, version=config.cgroup_version, driver=config.cgroup_driver, parent=config.cgroup_parent
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        checks.append(Check("cgroup", FAIL, str(exc)))
+        return checks, None
+    checks.append(Check("cgroup", OK, f"version {layout.version}, driver {layout.driver}; {_controllers(layout)}"))
+    for hierarchy, base in (("cpuacct", layout.cpuacct_dir), ("cpu", layout.cpu_dir), ("memory", layout.memory_dir)):
+        path = os.path.join(base, layout.kubepods())
+        if os.path.isdir(path):
+            checks.append(Check(f"kubepods ({hierarchy})", OK, f"{path} found"))
+        else:
+            checks.append(Check(f"kubepods ({hierarchy})", WARN, f"{path} missing (no pods here yet, or another driver/root)"))
+    pods = scan_pods(layout)
+    tiers = {q: sum(1 for p in pods.values() if p.qos is q) for q in QoSClass}
+    summary = ", ".join(f"{q.value} {n}" for q, n in tiers.items())
+    checks.append(Check("pod cgroups", OK if pods else WARN, f"{len(pods)} found ({summary})"))
+    if pods:
+        first = sorted(pods.values(), key=lambda p: p.rel)[0]
+        sample = CgroupReader(layout).read_pod(first)
+        missing = [n for n, v in (("cpu", sample.cpu_ns), ("memory.stat", sample.memory)) if v is None]
+        verdict = OK if not missing else WARN
+        detail = f"{first.rel}: {len(sample.containers)} containers" + (f"; unreadable: {', '.join(missing)}" if missing else "")
+        checks.append(Check("pod cgroup files", verdict, detail))
+    return checks, layout
+
+
+def check_api(cluster: Cluster, node_name: str) -> list[Check]:
+    """Reachability and the reads the agent does at start."""
+    checks: list[Check] = []
+    probes: list[tuple[str, Callable[[], Any]]] = [
+        ("api: node", lambda: cluster.get("Node", node_name)),
+        ("api: pods on node", lambda: cluster.list("Pod", field_selector=f"spec.nodeName={node_name}")),
+        ("api: nodemetric", lambda: cluster.get("NodeMetric", node_name)),
+    ]
+    for name, probe in probes:
+        try:
+            result = probe()
+        except NotFound as exc:
+            verdict = WARN if name != "api: nodemetric" else OK
+            checks.append(Check(name, verdict, f"not found ({exc}); the agent creates its NodeMetric"
+                                if name == "api: nodemetric" else f"not found: {exc}"))
+            continue
+        except ApiError as exc:
+            checks.append(Check(name, FAIL, f"HTTP {exc.status}: {exc}"))
+            continue
+        except Exception as exc:  # noqa: BLE001 - transport errors of any client
+            checks.append(Check(name, FAIL, f"{type(exc).__name__}: {exc}"))
+            continue
+        detail = f"{len(result.items)} pods" if hasattr(result, "items") else "readable"
+        checks.append(Check(name, OK, detail))
+    return checks
+
+
+def check_rbac(review: Callable[[ApiAccess], bool | None]) -> list[Check]:
+    """One check per entry of :data:`AGENT_API_ACCESS`; ``review`` answers allowed / denied / unknown."""
+    out: list[Check] = []
+    for access in AGENT_API_ACCESS:
+        try:
+            allowed = review(access)
+        except ApiError as exc:
+            out.append(Check(f"rbac: {access.label}", FAIL, f"review failed: HTTP {exc.status}: {exc}"))
+            continue
+        if allowed is None:
+            out.append(Check(f"rbac: {access.label}", SKIP, "could not be reviewed"))
+        else:
+            out.append(Check(f"rbac: {access.label}", OK if allowed else FAIL, access.why))
+    return out
+
+
+def access_review_body(access: ApiAccess) -> dict[str, Any]:
+    """A SelfSubjectAccessReview asking about one entry (cluster-wide)."""
+    attrs: dict[str, Any] = {"verb": access.verb, "group": access.group, "resource": access.resource}
+    if access.subresource:
+        attrs["subresource"] = access.subresource
+    return {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attrs},
+    }
