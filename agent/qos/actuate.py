@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent.qos.plan import ActResult, Outcome
+from agent.qos.records import ActResult, Outcome
 from agent.qos.state import ContainerState, PodState
 from common.clock import Clock, to_rfc3339
 from common.cluster import ApiError, Cluster, NotFound, TooManyRequests
