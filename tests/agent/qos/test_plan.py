@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from agent.qos.detect import Detector, RuleResult
+from agent.qos.detect import Detector, RuleResult, Status
 from agent.qos.plan import ActResult, EngineMemory, EvictionRateLimit, Outcome, Waterline, execute, gap_for
 from agent.qos.state import ContainerState, NodeState, PodState
 from common.waterline import WaterlinePolicy
@@ -231,3 +231,39 @@ def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
     assert [a.cpu_quota_us for a in tick(3000, 60).actions] == [200_000]  # capped at the original (= the limit)
     assert not mem.throttled
     assert tick(3000, 70).actions == []
+
+
+def _forced(pol: WaterlinePolicy, state: NodeState) -> list[RuleResult]:
+    """Rule results that fired on an earlier snapshot, executed against one that lacks the metric (§6.7)."""
+    return [RuleResult(pol.rule_key(r), pol, r, Status.TRIGGERED, True) for r in pol.rules]
+
+
+def test_usage_missing_evicts_every_candidate() -> None:
+    pol = policy(rule(action=EVICT))
+    s = node(pod("a", cpu=10), pod("b", cpu=10), cpu=None)
+    act = FakeActuators()
+    out = execute(_forced(pol, s), s, EngineMemory(), act, NO_LIMIT)
+    assert act.evicted() == ["default/a", "default/b"] and "usage missing" in out.notes[0]
+
+
+def test_usage_missing_throttles_every_candidate_one_step() -> None:
+    pol = policy(rule(action=THROTTLE))
+    s = node(pod("a", cpu=10), pod("b", cpu=5000), cpu=None)
+    act = FakeActuators()
+    execute(_forced(pol, s), s, EngineMemory(), act, NO_LIMIT)
+    assert [c[1] for c in act.calls] == ["default/a", "default/b"]  # list order, no sort, no gap
+
+
+def test_percent_metric_without_capacity_evicts_nothing() -> None:
+    pol = policy(rule(metric="cpu_total_utilization", value="70"))
+    out, act = _plan(pol, node(pod("a", cpu=5000), cores=0, cpu_total_utilization=90.0))
+    assert act.calls == [] and out.errors == ["evict: no gap for cpu_total_utilization (capacity metric missing)"]
+    out, act = _plan(pol, node(pod("a", cpu=5000), pod("b", cpu=5000), cores=8, cpu_total_utilization=90.0))
+    assert act.evicted() == ["default/a"]  # (1.1)(90-70)% of 8000m = 1760m < 5000m
+
+
+def test_finished_pods_are_skipped() -> None:
+    pol = policy(rule(action=EVICT))
+    done = replace(pod("done", cpu=5000), phase="Succeeded")
+    out, act = _plan(pol, node(done, pod("ok", cpu=100)))
+    assert act.evicted() == ["default/ok"] and out.skipped[0].reason == "phase Succeeded"

@@ -167,3 +167,14 @@ def test_missing_metric_is_reported_and_freezes() -> None:
     r = env.tick(None)
     assert r.errors == ("p.cpu: cpu_total_usage: metric not found",)
     assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="error") == 1
+
+
+def test_all_preview_reenables_scheduling() -> None:
+    env = Env(policy=policy_dict(rule(action={"name": "taint", "coolDownSeconds": 300})))
+    env.tick(7000)
+    assert env.tainted()
+    cur = env.cluster.get("WaterlinePolicy", "p")
+    cur["spec"]["objectiveEnsurances"][0]["strategy"] = "Preview"
+    env.cluster.replace("WaterlinePolicy", cur)
+    r = env.tick(7000)
+    assert r.scheduling == "enabled" and not env.tainted() and r.preview == ("p.cpu",)
