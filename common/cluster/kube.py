@@ -54,6 +54,7 @@ MERGE_PATCH = "application/merge-patch+json"
 EVENT_SERIES_WINDOW_SECONDS = 360.0  # isomorphic events within 6 min become one series, as kube's recorder does
 _EVENT_CACHE = 4096
 _EVENTS = "/apis/events.k8s.io/v1"
+_EVENT_FIELDS = frozenset({"related", "deprecatedSource", "deprecatedFirstTimestamp", "deprecatedLastTimestamp"})
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
 _BY_STATUS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Gone, 429: TooManyRequests}
 
@@ -431,7 +432,12 @@ class KubeCluster:
             "note": note,
             "type": event.type,
         }
-        body.update({k: v for k, v in event.extra.items() if k not in body})
+        for k, v in event.extra.items():  # Event fields go in as they are, anything else as an annotation
+            if k in _EVENT_FIELDS:
+                body.setdefault(k, v)
+            else:
+                text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+                body["metadata"].setdefault("annotations", {})[f"loadwise.io/{k}"] = text
         self.request("POST", f"{_EVENTS}/namespaces/{quote(ns, safe='')}/events", body=body)
 
     def _bump_series(self, ns: str, name: str, count: int, now: float) -> None:

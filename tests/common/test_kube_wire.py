@@ -581,10 +581,19 @@ async def test_events_are_created_then_counted_as_a_series(kmock: Any, api: ApiS
     stored = api.get("Event", body["metadata"]["name"], "ns")
     assert stored is not None and stored["series"]["count"] == 2
 
-    node_ev = EventRecord(kind="Node", name="n1", namespace="", reason="WaterlineTriggered", message="cpu over 80%")
+    node_ev = EventRecord(
+        kind="Node",
+        name="n1",
+        namespace="",
+        reason="WaterlineTriggered",
+        message="cpu over 80%",
+        extra={"related": {"kind": "Pod", "name": "victim", "namespace": "ns"}, "rule": "colocation.cpu"},
+    )
     await asyncio.to_thread(cluster.emit_event, node_ev)  # cluster-scoped objects: events go to "default"
     (node_post,) = requests_to(kmock, "/apis/events.k8s.io/v1/namespaces/default/events")
     assert "namespace" not in node_post.data["regarding"]
+    assert node_post.data["related"] == {"kind": "Pod", "name": "victim", "namespace": "ns"}
+    assert node_post.data["metadata"]["annotations"] == {"loadwise.io/rule": "colocation.cpu"}
 
     api.fail_events = True  # an event is a side note: a refusal is counted, never raised
     await asyncio.to_thread(
