@@ -42,7 +42,8 @@ class PodKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class NodeSpec:
-    """One node: its allocatable capacity (what the scheduler sees) and labels."""
+    """One node: its allocatable resources (what the scheduler sees and hotspots are measured against), its raw
+    capacity (0 = same as allocatable; the waterline engine's ``cpu_core_numbers``/``memory_total``) and labels."""
 
     name: str
     cpu_milli: int
@@ -50,6 +51,16 @@ class NodeSpec:
     labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     max_pods: int = 110
     extended: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    cpu_capacity_milli: int = 0
+    memory_capacity_bytes: int = 0
+
+    @property
+    def capacity_cpu(self) -> int:
+        return self.cpu_capacity_milli or self.cpu_milli
+
+    @property
+    def capacity_memory(self) -> int:
+        return self.memory_capacity_bytes or self.memory_bytes
 
 
 @dataclass(frozen=True, slots=True)

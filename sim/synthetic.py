@@ -88,6 +88,8 @@ def _nodes(cfg: SyntheticConfig, rng: np.random.Generator) -> tuple[NodeSpec, ..
                 name=f"node-{i:03d}",
                 cpu_milli=cores * 1000 - max(200, cores * 40),
                 memory_bytes=int(mem_gib * GiB * 0.94),
+                cpu_capacity_milli=cores * 1000,
+                memory_capacity_bytes=mem_gib * GiB,
                 labels={
                     "node.kubernetes.io/instance-type": itype,
                     "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],

@@ -1,0 +1,89 @@
+"""The compared configurations: built-in scheduler confs shipped in ``sim/confs/`` and users' own files.
+
+A policy is a scheduler conf (Volcano format, ``scheduler.conf.load_conf``) plus, optionally, a file of
+WaterlinePolicy objects that every simulated node agent runs.  Built in:
+
+=====================  ========================  ==========================================================
+name                   scheduler conf            agent side
+=====================  ========================  ==========================================================
+requests               confs/requests.yaml       NodeMetric reporting only (the scheduler ignores it)
+loadaware              confs/loadaware.yaml      NodeMetric reporting
+loadaware-waterline    confs/loadaware-waterline.yaml  NodeMetric reporting + confs/waterline.yaml
+=====================  ========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from common.config import ConfigError, load_objects
+from sim.run import Policy
+
+__all__ = ["CONF_DIR", "BUILTIN", "DEFAULT_COMPARE", "parse_assignments", "load_policies"]
+
+CONF_DIR = Path(__file__).resolve().parent / "confs"
+# name -> (scheduler conf, waterline policies or None)
+BUILTIN: dict[str, tuple[Path, Path | None]] = {
+    "requests": (CONF_DIR / "requests.yaml", None),
+    "loadaware": (CONF_DIR / "loadaware.yaml", None),
+    "loadaware-waterline": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
+}
+DEFAULT_COMPARE = ("requests", "loadaware", "loadaware-waterline")
+
+
+def parse_assignments(values: Sequence[str], flag: str) -> dict[str, Path]:
+    """``NAME=PATH`` pairs of a repeated flag."""
+    out: dict[str, Path] = {}
+    for v in values:
+        name, sep, path = v.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"expected NAME=PATH, got {v!r}", field=flag)
+        out[name.strip()] = Path(path.strip())
+    return out
+
+
+def _waterline_objects(path: Path) -> tuple[dict[str, object], ...]:
+    objs = load_objects(path)
+    bad = [o for o in objs if o.get("kind") != "WaterlinePolicy"]
+    if bad:
+        raise ConfigError(f"expected only WaterlinePolicy objects, found kind {bad[0].get('kind')!r}", source=str(path))
+    if not objs:
+        raise ConfigError("no WaterlinePolicy in the file", source=str(path))
+    return tuple(objs)
+
+
+def load_policies(
+    names: Sequence[str],
+    *,
+    confs: Mapping[str, Path] | None = None,
+    waterlines: Mapping[str, Path] | None = None,
+) -> list[Policy]:
+    """Policies for ``names`` in order: user files (``--conf``/``--waterline``) override the built-ins."""
+    from scheduler.conf import load_conf
+
+    confs = dict(confs or {})
+    waterlines = dict(waterlines or {})
+    for name in waterlines:
+        if name not in names:
+            raise ConfigError(f"--waterline names {name!r}, which is not compared (--compare)")
+    out: list[Policy] = []
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise ConfigError(f"{name!r} is listed twice", field="--compare")
+        seen.add(name)
+        conf_path = confs.get(name)
+        wl_path = waterlines.get(name)
+        if conf_path is None:
+            if name not in BUILTIN:
+                raise ConfigError(
+                    f"unknown policy {name!r}: built-in ones are {', '.join(BUILTIN)}; give others with --conf NAME=PATH",
+                    field="--compare",
+                )
+            conf_path, builtin_wl = BUILTIN[name]
+            wl_path = wl_path or builtin_wl
+        conf = load_conf(conf_path)
+        objs = _waterline_objects(wl_path) if wl_path is not None else ()
+        out.append(Policy(name, conf, str(conf_path), objs, str(wl_path) if wl_path else ""))
+    return out

@@ -1,0 +1,420 @@
+"""One simulated run: a workload, one scheduler conf (+ optional waterlines), a simulated clock, the real code.
+
+Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
+
+1. finishes pods whose run time is over (phase ``Succeeded``, then deleted) and submits the pods that arrive
+   (created without ``nodeName`` for ``loadwise-scheduler``; a gang's PodGroup with its first member);
+2. computes every running pod's true usage from the workload model (capped by its CPU limit and by any
+   waterline quota), sums it per node with a small system overhead, and squeezes CPU proportionally on a node
+   whose demand exceeds its capacity;
+3. records the usage into each node's agent history and lets the agents whose report is due write their
+   NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging reports;
+4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
+   simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
+5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster.
+
+Nothing here decides placement, eviction or throttling: those come from the production classes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from agent.nodemetric import MetricCollectPolicy, PodMeta
+from agent.qos.state import ContainerState, PodState
+from common.clock import FakeClock, to_rfc3339
+from common.cluster import NotFound
+from common.cluster.memory import MemoryCluster
+from common.objects import PodView
+from sim.agents import SimAgents
+from sim.model import PodKind, PodSpec, Workload
+from sim.objects import node_object, pod_object, podgroup_object, priority_class_object, queue_object
+from sim.record import RunRecord
+from sim.synthetic import PRIORITY_CLASSES
+from sim.usage import UsageModel
+from sim.waterline import CPU_PERIOD_US, SimWaterline
+
+__all__ = ["Policy", "SimOptions", "SessionRunner", "SchedulerFactory", "default_scheduler_factory", "Simulation", "run"]
+
+GiB = 1024**3
+
+
+class SessionResultLike(Protocol):
+    placements: dict[str, str | None]
+    evictions: list[str]
+    pending_messages: dict[str, str]
+
+
+class SessionRunner(Protocol):
+    def run_once(self) -> Any: ...
+
+
+SchedulerFactory = Callable[[MemoryCluster, Any, FakeClock], SessionRunner]
+
+
+def default_scheduler_factory(cluster: MemoryCluster, conf: Any, clock: FakeClock) -> SessionRunner:
+    """The production scheduler, as the daemon builds it."""
+    from scheduler.engine import Scheduler
+
+    return Scheduler(cluster, conf, clock=clock)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """A compared configuration: a scheduler conf and, for waterline variants, WaterlinePolicy objects."""
+
+    name: str
+    conf: Any  # scheduler.conf.SchedulerConf (kept opaque so tests can pass their own)
+    conf_source: str = ""
+    waterline: tuple[Mapping[str, Any], ...] = ()
+    waterline_source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    hours: float = 24.0
+    tick_seconds: float = 30.0
+    report_interval_seconds: int = 60
+    aggregate_duration_seconds: int = 300
+    aggregated_durations: tuple[float, ...] = ()
+    system_cpu_fraction: float = 0.02  # of node CPU capacity: kubelet, runtime, daemons
+    system_memory_bytes: int = GiB
+    start_time: float = 1_700_006_400.0  # a midnight (UTC), so diurnal peaks fall in the afternoon
+    seed: int = 1
+    hotspot_cpu_percent: float = 65.0
+    hotspot_memory_percent: float = 95.0
+
+    def __post_init__(self) -> None:
+        if self.tick_seconds <= 0 or self.hours <= 0:
+            raise ValueError("tick_seconds and hours must be positive")
+
+    @property
+    def ticks(self) -> int:
+        return int(math.ceil(self.hours * 3600.0 / self.tick_seconds))
+
+
+@dataclass(slots=True)
+class _Pod:
+    index: int
+    spec: PodSpec
+    name: str
+    uid: str
+    created: float
+    meta: PodMeta
+    view: PodView
+    node: int = -1
+    started: float = 0.0
+    ends: float = math.inf
+    message: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.spec.namespace}/{self.name}"
+
+
+@dataclass(slots=True)
+class _Counters:
+    bindings: int = 0
+    ran: set[int] = field(default_factory=set)
+    submitted: set[int] = field(default_factory=set)
+    waits: list[float] = field(default_factory=list)
+    waterline_evictions: int = 0
+    scheduler_evictions: int = 0
+    evicted_by_kind: dict[str, int] = field(default_factory=dict)
+    sessions: list[tuple[float, int]] = field(default_factory=list)  # (wall seconds, pods placed)
+    requeued: int = 0
+
+
+class Simulation:
+    def __init__(
+        self,
+        workload: Workload,
+        policy: Policy,
+        options: SimOptions,
+        *,
+        scheduler_factory: SchedulerFactory = default_scheduler_factory,
+    ) -> None:
+        self.workload = workload
+        self.policy = policy
+        self.options = options
+        self.clock = FakeClock(options.start_time)
+        # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.
+        self.cluster = MemoryCluster(clock=self.clock, auto_run=False)
+        self.nodes = list(workload.nodes)
+        self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.model = UsageModel(workload, seed=options.seed, tick_seconds=options.tick_seconds)
+        self._setup_cluster()
+        collect = MetricCollectPolicy(
+            aggregate_duration_seconds=options.aggregate_duration_seconds,
+            report_interval_seconds=options.report_interval_seconds,
+            durations=options.aggregated_durations,
+        )
+        self.agents = SimAgents(self.cluster, self.nodes, collect, tick_seconds=options.tick_seconds)
+        self.agents.create_nodemetrics()
+        self.waterline: SimWaterline | None = None
+        if policy.waterline:
+            for obj in policy.waterline:
+                self.cluster.create("WaterlinePolicy", obj)
+            self.waterline = SimWaterline(
+                self.cluster, self.clock, self.nodes, policy.waterline,
+                tick_seconds=options.tick_seconds, source=policy.waterline_source,
+            )
+        self.scheduler = scheduler_factory(self.cluster, policy.conf, self.clock)
+        self._pending: dict[str, _Pod] = {}
+        self._running: dict[str, _Pod] = {}
+        self._by_uid: dict[str, _Pod] = {}
+        self._next_arrival = 0
+        self._group_left = {g.name: 0 for g in workload.groups}
+        for p in workload.pods:
+            if p.group:
+                self._group_left[p.group] += 1
+        self._groups_created: set[str] = set()
+        self._attempts: dict[int, int] = {}
+        self._bind_seen = 0
+        self._evict_seen = 0
+        self.counters = _Counters()
+
+    # -- setup -----------------------------------------------------------------------------------------------
+    def _setup_cluster(self) -> None:
+        for name, value in PRIORITY_CLASSES.items():
+            self.cluster.create("PriorityClass", priority_class_object(name, value))
+        self.cluster.create("Queue", queue_object())
+        for n in self.nodes:
+            self.cluster.create("Node", node_object(n))
+
+    # -- pods ------------------------------------------------------------------------------------------------
+    def _submit(self, index: int, t: float) -> None:
+        spec = self.workload.pods[index]
+        attempt = self._attempts.get(index, 0)
+        self._attempts[index] = attempt + 1
+        if spec.group and spec.group not in self._groups_created:
+            group = next(g for g in self.workload.groups if g.name == spec.group)
+            self.cluster.create("PodGroup", podgroup_object(group, priority_class_name=spec.priority_class_name))
+            self._groups_created.add(spec.group)
+        name = spec.name if attempt == 0 else f"{spec.name}-r{attempt}"
+        obj = self.cluster.create("Pod", pod_object(spec, name, index=index))
+        pod = _Pod(index, spec, name, obj["metadata"]["uid"], t, PodMeta.from_pod(obj), PodView.parse(obj))
+        self._pending[pod.key] = pod
+        self._by_uid[pod.uid] = pod
+        self.counters.submitted.add(index)
+
+    def _arrivals(self, t: float) -> None:
+        pods = self.workload.pods
+        while self._next_arrival < len(pods) and pods[self._next_arrival].arrival <= t:
+            self._submit(self._next_arrival, t)
+            self._next_arrival += 1
+
+    def _finish(self, t: float) -> None:
+        done = [p for p in self._running.values() if p.ends <= t]
+        for p in done:
+            self.cluster.patch_status("Pod", p.name, {"status": {"phase": "Succeeded"}}, namespace=p.spec.namespace)
+            self.cluster.delete("Pod", p.name, namespace=p.spec.namespace)
+            self._forget(p)
+            if p.spec.group:
+                self._group_left[p.spec.group] -= 1
+                if self._group_left[p.spec.group] == 0:
+                    self.cluster.delete("PodGroup", p.spec.group, namespace=p.spec.namespace)
+
+    def _forget(self, p: _Pod) -> None:
+        self._running.pop(p.key, None)
+        self._pending.pop(p.key, None)
+        self._by_uid.pop(p.uid, None)
+        if self.waterline is not None:
+            self.waterline.quota.forget(p.uid)
+
+    def _collect_bindings(self, t: float) -> int:
+        bindings = self.cluster.bindings
+        placed = 0
+        for key, node in bindings[self._bind_seen :]:
+            p = self._pending.pop(key, None)
+            if p is None:
+                continue
+            p.node = self.node_index[node]
+            p.started = t
+            self._start(p)
+            duration = p.spec.duration
+            if duration is not None and p.spec.kind is PodKind.SERVICE and self._attempts[p.index] > 1:
+                # A replacement service pod serves out the original replica's planned lifetime.
+                duration = max(60.0, p.spec.arrival + duration - t)
+            p.ends = t + duration if duration is not None else math.inf
+            self._running[key] = p
+            self.counters.bindings += 1
+            self.counters.ran.add(p.index)
+            self.counters.waits.append(t - p.created)
+            placed += 1
+        self._bind_seen = len(bindings)
+        return placed
+
+    def _start(self, p: _Pod) -> None:
+        """The kubelet's part: the bound pod starts, with the conditions and times a real kubelet writes."""
+        now = to_rfc3339(self.clock.now())
+        conditions = [
+            {"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+            for c in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+        ]
+        obj = self.cluster.patch_status(
+            "Pod", p.name, {"status": {"phase": "Running", "startTime": now, "conditions": conditions}},
+            namespace=p.spec.namespace,
+        )
+        p.view = PodView.parse(obj)
+
+    def _collect_evictions(self, t: float, *, by_waterline: bool) -> None:
+        evictions = self.cluster.evictions
+        for key in evictions[self._evict_seen :]:
+            p = self._running.get(key) or self._pending.get(key)
+            if p is None:
+                continue
+            self._forget(p)
+            if by_waterline:
+                self.counters.waterline_evictions += 1
+            else:
+                self.counters.scheduler_evictions += 1
+            kind = p.spec.kind.value
+            self.counters.evicted_by_kind[kind] = self.counters.evicted_by_kind.get(kind, 0) + 1
+            # The owning controller replaces the pod: a new pending pod with the same spec.
+            if p.spec.duration is None or p.spec.kind is not PodKind.SERVICE or p.spec.arrival + p.spec.duration > t + 60:
+                self.counters.requeued += 1
+                self._submit(p.index, t)
+        self._evict_seen = len(evictions)
+
+    # -- usage -----------------------------------------------------------------------------------------------
+    def _usage(self, t: float) -> tuple[list[_Pod], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Running pods and their CPU/memory, plus per-node CPU/memory (with system overhead)."""
+        running = list(self._running.values())
+        n = len(self.nodes)
+        opts = self.options
+        cap_cpu = np.array([nd.capacity_cpu for nd in self.nodes], dtype=np.float64)
+        sys_cpu = cap_cpu * opts.system_cpu_fraction
+        sys_mem = np.full(n, float(opts.system_memory_bytes))
+        if not running:
+            return running, np.zeros(0), np.zeros(0), sys_cpu, sys_mem
+        idx = np.fromiter((p.index for p in running), dtype=np.int64, count=len(running))
+        node = np.fromiter((p.node for p in running), dtype=np.int64, count=len(running))
+        started = np.fromiter((p.started for p in running), dtype=np.float64, count=len(running))
+        cpu = self.model.cpu_demand(idx, t)
+        if self.waterline is not None and self.waterline.quota.quotas:
+            quotas = self.waterline.quota.quotas
+            caps = np.array(
+                [quotas[p.uid][0] * 1000.0 / quotas[p.uid][1] if p.uid in quotas and quotas[p.uid][0] > 0 else np.inf
+                 for p in running]
+            )
+            cpu = np.minimum(cpu, caps)
+        mem = self.model.memory_usage(idx, t - started)
+        demand = np.bincount(node, weights=cpu, minlength=n) + sys_cpu
+        squeeze = np.minimum(1.0, cap_cpu / np.maximum(demand, 1e-9))
+        cpu = cpu * squeeze[node]
+        node_cpu = np.bincount(node, weights=cpu, minlength=n) + sys_cpu * squeeze
+        node_mem = np.bincount(node, weights=mem, minlength=n) + sys_mem
+        return running, cpu, mem, node_cpu, node_mem
+
+    # -- waterline -------------------------------------------------------------------------------------------
+    def _pod_state(self, p: _Pod, cpu: float, mem: float) -> PodState:
+        v = p.view
+        limit = v.limits.get("cpu", 0)
+        default_quota = int(limit * CPU_PERIOD_US / 1000) if limit else -1
+        assert self.waterline is not None
+        quota = self.waterline.quota.quota_us(p.uid, default_quota)
+        container = ContainerState(
+            name="main", cpu_usage_milli=int(cpu), cpu_quota_us=quota, cpu_period_us=CPU_PERIOD_US,
+            requests=v.requests, limits=v.limits,
+        )
+        return PodState(
+            namespace=v.namespace, name=v.name, uid=p.uid, qos_class=v.qos.value, priority=v.priority,
+            priority_class=v.priority_class.value, start_time=self.options.start_time + p.started,
+            cpu_usage_milli=int(cpu), memory_usage_bytes=int(mem), requests=v.requests, limits=v.limits,
+            containers=(container,), labels=v.labels, annotations=v.annotations,
+            termination_grace_period_seconds=30,
+        )
+
+    def _throttled(self) -> int:
+        if self.waterline is None:
+            return 0
+        n = 0
+        for uid, (quota, period) in self.waterline.quota.quotas.items():
+            p = self._by_uid.get(uid)
+            if p is None or quota <= 0:
+                continue
+            limit = p.view.limits.get("cpu", 0)
+            if not limit or quota * 1000 / period < limit:
+                n += 1
+        return n
+
+    # -- the loop --------------------------------------------------------------------------------------------
+    def run(self, progress: Callable[[int], None] | None = None) -> RunRecord:
+        opts = self.options
+        n_nodes, n_ticks = len(self.nodes), opts.ticks
+        rec = RunRecord.empty(self.policy.name, self.workload, opts, n_ticks)
+        wall0 = time.perf_counter()
+        for k in range(n_ticks):
+            t = k * opts.tick_seconds
+            self.clock.set(opts.start_time + t)
+            self._finish(t)
+            self._arrivals(t)
+            self.model.advance(t)
+            running, cpu, mem, node_cpu, node_mem = self._usage(t)
+            per_node: list[list[tuple[str, float, float]]] = [[] for _ in range(n_nodes)]
+            pods_on: list[list[tuple[_Pod, float, float]]] = [[] for _ in range(n_nodes)]
+            for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
+                per_node[p.node].append((p.uid, c, m))
+                pods_on[p.node].append((p, c, m))
+            now = opts.start_time + t
+            for i in range(n_nodes):
+                self.agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
+            for i in self.agents.due(k):
+                self.agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
+            if self.waterline is not None:
+                self._waterline_tick(now, node_cpu, node_mem, pods_on)
+                self._collect_evictions(t, by_waterline=True)
+            placed = 0
+            if self._pending:
+                w0 = time.perf_counter()
+                result = self.scheduler.run_once()
+                wall = time.perf_counter() - w0
+                placed = self._collect_bindings(t)
+                self._collect_evictions(t, by_waterline=False)
+                self.counters.sessions.append((wall, placed))
+                messages = getattr(result, "pending_messages", {}) or {}
+                for key, p in self._pending.items():
+                    p.message = str(messages.get(key, p.message))
+            rec.store_tick(
+                k, node_cpu, node_mem, running=len(self._running), pending=len(self._pending),
+                throttled=self._throttled(), placed=placed,
+            )
+            if progress is not None:
+                progress(1)
+        rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0, self.agents.reports,
+                   self.waterline.ticks if self.waterline else 0)
+        return rec
+
+    def _waterline_tick(
+        self, now: float, node_cpu: np.ndarray, node_mem: np.ndarray, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]
+    ) -> None:
+        assert self.waterline is not None
+        for i, nd in enumerate(self.nodes):
+            metrics = self.waterline.node_metrics(nd, float(node_cpu[i]), float(node_mem[i]))
+            if not self.waterline.needs_tick(i, now, metrics):
+                continue
+            states = [self._pod_state(p, c, m) for p, c, m in pods_on[i] if p.key in self._running]
+            self.waterline.tick(i, self.waterline.node_state(nd, now, metrics, states))
+
+
+def run(
+    workload: Workload,
+    policy: Policy,
+    options: SimOptions,
+    *,
+    progress: Callable[[int], None] | None = None,
+    scheduler_factory: SchedulerFactory = default_scheduler_factory,
+) -> RunRecord:
+    """Simulate ``workload`` under ``policy``; see the module docstring for what one tick does."""
+    try:
+        sim = Simulation(workload, policy, options, scheduler_factory=scheduler_factory)
+    except NotFound as exc:  # pragma: no cover - a setup bug, not a user error
+        raise RuntimeError(f"simulation setup failed: {exc}") from exc
+    return sim.run(progress)
