@@ -1,0 +1,172 @@
+"""The self-contained HTML report: tables, definitions and PNG plots embedded as base64 (matplotlib, Agg).
+
+One file, no external assets, so it can be attached to an issue or opened from a CI artifact.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sim.measures import DEFINITIONS, Measures, comparison, table  # noqa: E402
+from sim.record import RunRecord  # noqa: E402
+
+__all__ = ["render_html", "plot_heatmaps", "plot_hotspots", "plot_bars", "plot_cluster"]
+
+_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _hours(rec: RunRecord) -> np.ndarray:
+    return np.arange(rec.ticks) * rec.tick_seconds / 3600.0
+
+
+def plot_heatmaps(records: Sequence[RunRecord]) -> str:
+    """CPU utilisation of every node over time, one panel per policy, same colour scale."""
+    n = len(records)
+    fig, axes = plt.subplots(n, 1, figsize=(11, 2.6 * n + 0.6), squeeze=False, sharex=True)
+    first = records[0]
+    order = np.lexsort((first.cpu_allocatable, np.array(first.node_types)))
+    image = None
+    for ax, rec in zip(axes[:, 0], records, strict=True):
+        hours = rec.ticks * rec.tick_seconds / 3600.0
+        image = ax.imshow(
+            100.0 * rec.cpu_util[order], aspect="auto", interpolation="nearest", cmap="inferno", vmin=0, vmax=100,
+            extent=(0.0, hours, len(order), 0),
+        )
+        ax.set_ylabel("node")
+        ax.set_title(f"{rec.policy}: node CPU usage, % of allocatable", fontsize=10, loc="left")
+    axes[-1, 0].set_xlabel("simulated hour")
+    if image is not None:
+        fig.colorbar(image, ax=axes[:, 0].tolist(), shrink=0.9, label="% (hotspot above 65)")
+    return _png(fig)
+
+
+def plot_hotspots(records: Sequence[RunRecord]) -> str:
+    """Number of hot nodes at each tick, per policy."""
+    fig, ax = plt.subplots(figsize=(11, 3.4))
+    for i, rec in enumerate(records):
+        hot = ((rec.cpu_util > rec.hotspot_cpu_percent / 100) | (rec.mem_util > rec.hotspot_memory_percent / 100)).sum(axis=0)
+        ax.plot(_hours(rec), hot, label=rec.policy, color=_COLORS[i % len(_COLORS)], linewidth=1.2)
+    ax.set_xlabel("simulated hour")
+    ax.set_ylabel("hot nodes")
+    ax.set_title("Hotspots over time (CPU > 65% or memory > 95% of allocatable)", fontsize=10, loc="left")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def plot_cluster(records: Sequence[RunRecord]) -> str:
+    """Cluster CPU utilisation and pending pods over time."""
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 5), sharex=True)
+    for i, rec in enumerate(records):
+        color = _COLORS[i % len(_COLORS)]
+        util = (rec.cpu_util * rec.cpu_allocatable[:, None]).sum(axis=0) / rec.cpu_allocatable.sum()
+        ax1.plot(_hours(rec), 100 * util, label=rec.policy, color=color, linewidth=1.2)
+        ax2.plot(_hours(rec), rec.pending, label=rec.policy, color=color, linewidth=1.2)
+    ax1.set_ylabel("cluster CPU %")
+    ax2.set_ylabel("pending pods")
+    ax2.set_xlabel("simulated hour")
+    ax1.legend(fontsize=8)
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def plot_bars(results: Sequence[Measures]) -> str:
+    """Per-policy bars of the headline measures."""
+    panels = (
+        ("hotspot node-minutes", "hotspot_node_minutes"),
+        ("p99 node CPU %", "p99_cpu_percent"),
+        ("spread of node CPU (pts)", "spread_cpu_points"),
+        ("pods scheduled", "pods_scheduled"),
+        ("evictions", "evictions"),
+        ("throttle-minutes", "throttle_minutes"),
+    )
+    fig, axes = plt.subplots(1, len(panels), figsize=(13, 3.2))
+    names = [m.policy for m in results]
+    for ax, (title, attr) in zip(axes, panels, strict=True):
+        values = [float(getattr(m, attr)) for m in results]
+        ax.bar(range(len(values)), values, color=[_COLORS[i % len(_COLORS)] for i in range(len(values))])
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(len(values)), names, rotation=30, ha="right", fontsize=7)
+        ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _table_html(rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows[1:]
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(
+    records: Sequence[RunRecord],
+    results: Sequence[Measures],
+    *,
+    title: str,
+    workload_notes: Sequence[str],
+    settings: Mapping[str, Any],
+    sources: Sequence[str] = (),
+) -> str:
+    comp = comparison(results)
+    comp_rows = [["policy", "hotspot reduction vs requests", "scheduled vs requests", "evictions per pod"]]
+    for name, c in comp.items():
+        red = c["hotspot_reduction_percent"]
+        comp_rows.append([name, "n/a" if red is None else f"{red:.1f}%", f"{c['scheduled_difference']:+d}",
+                          f"{c['eviction_rate_percent']:.2f}%"])
+    definitions = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in DEFINITIONS.items())
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in workload_notes)
+    cites = "".join(f"<li>{html.escape(s)}</li>" for s in sources)
+    settings_rows = [["setting", "value"], *[[k, str(v)] for k, v in settings.items()]]
+    imgs = [
+        ("Per-policy comparison", plot_bars(results)),
+        ("Hotspots over time", plot_hotspots(records)),
+        ("Node CPU utilisation (nodes × time)", plot_heatmaps(records)),
+        ("Cluster utilisation and pending pods", plot_cluster(records)),
+    ]
+    figures = "".join(
+        f'<h2>{html.escape(t)}</h2><img alt="{html.escape(t)}" src="data:image/png;base64,{b64}">' for t, b64 in imgs
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.3em 0.7em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+thead {{ background: #f3f3f3; }}
+img {{ max-width: 100%; }}
+dt {{ font-weight: 600; margin-top: 0.4em; }}
+</style></head><body>
+<h1>{html.escape(title)}</h1>
+<h2>Against the request-based baseline</h2>
+{_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(no <code>requests</code> baseline in this comparison)</p>"}
+<h2>Measures</h2>
+{_table_html(table(results))}
+{figures}
+<h2>Definitions</h2><dl>{definitions}</dl>
+<h2>Workload</h2><ul>{notes}</ul>
+{f"<h2>Sources</h2><ul>{cites}</ul>" if cites else ""}
+<h2>Settings</h2>
+{_table_html(settings_rows)}
+</body></html>
+"""
