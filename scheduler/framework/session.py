@@ -481,8 +481,9 @@ class Session:
         if node is not None:
             node.remove_task(task)
         self.set_status(task, TaskStatus.PENDING)
-        task.node_name = ""
+        # handlers still see the node the task leaves (per-node/per-group accounting needs it), as in Volcano
         self.fire_deallocate(task)
+        task.node_name = ""
 
     def mark_releasing(self, task: TaskInfo) -> None:
         node = self.node_by_name.get(task.node_name)
