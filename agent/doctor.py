@@ -17,7 +17,7 @@ from typing import Any
 from agent.collect.cgroups import V1, CgroupLayout, CgroupReader, detect_layout, scan_pods
 from agent.collect.procfs import ProcfsNodeSource, read_file
 from agent.config import AgentConfig
-from common.cluster import ApiError, Cluster, NotFound
+from common.cluster import ApiError, Cluster, ListResult, NotFound
 from common.qos import QoSClass
 
 __all__ = ["Check", "ApiAccess", "AGENT_API_ACCESS", "check_host", "check_api", "check_rbac"]
@@ -140,9 +140,10 @@ def check_api(cluster: Cluster, node_name: str) -> list[Check]:
         try:
             result = probe()
         except NotFound as exc:
-            verdict = WARN if name != "api: nodemetric" else OK
-            checks.append(Check(name, verdict, f"not found ({exc}); the agent creates its NodeMetric"
-                                if name == "api: nodemetric" else f"not found: {exc}"))
+            if name == "api: nodemetric":
+                checks.append(Check(name, OK, f"not found ({exc}); the agent creates it"))
+            else:  # a wrong node name: the agent would see no pods
+                checks.append(Check(name, FAIL, f"not found ({exc}); is the node name right?"))
             continue
         except ApiError as exc:
             checks.append(Check(name, FAIL, f"HTTP {exc.status}: {exc}"))
@@ -150,7 +151,7 @@ def check_api(cluster: Cluster, node_name: str) -> list[Check]:
         except Exception as exc:  # noqa: BLE001 - transport errors of any client
             checks.append(Check(name, FAIL, f"{type(exc).__name__}: {exc}"))
             continue
-        detail = f"{len(result.items)} pods" if hasattr(result, "items") else "readable"
+        detail = f"{len(result.items)} pods" if isinstance(result, ListResult) else "readable"
         checks.append(Check(name, OK, detail))
     return checks
 
