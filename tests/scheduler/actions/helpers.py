@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.scheduler.factories import podgroup, pod
+from tests.scheduler.factories import pod, podgroup
 
 # Volcano's CI conf (less the plugins other modules provide): tier voting as most installs run it
 FULL = """
