@@ -271,12 +271,14 @@ class Agent:
             return False, f"last collection {age:.1f}s ago (limit {limit:.0f}s)"
         return True, "ok"
 
+    def informers_synced(self) -> bool:
+        return all(inf.has_synced() for inf in self._informers)
+
     def ready(self) -> tuple[bool, str]:
         if self.last_tick is None:
             return False, "no collection yet"
-        for inf in self._informers:
-            if not inf.has_synced():
-                return False, "informers not synced"
+        if not self.informers_synced():
+            return False, "informers not synced"
         return True, "ok"
 
     def _report_age(self) -> float:
