@@ -1,12 +1,18 @@
 """conformance: never evict what the cluster needs to run (specs/volcano.md §4.3).
 
 Pods of ``kube-system`` and pods with the ``system-cluster-critical`` / ``system-node-critical`` priority classes are
-never victims of preempt or reclaim.  Loadwise also keeps here, as the last line of defence, the
-``volcano.sh/preemptable: "false"`` marker of a pod or of its PodGroup (the actions already skip such pods; a
-PodGroup-level marker is otherwise not consulted by Volcano's victim filters).
+never victims of preempt or reclaim.  Loadwise also keeps here the ``volcano.sh/preemptable: "false"`` marker of a
+pod's PodGroup (the pod-level marker is honoured by the actions themselves).
+
+Voting alone cannot promise that: under the tier rules (specs/volcano.md §2.6) a tier whose intersection comes out
+empty hands the decision to later voters or the next tier, which may not include conformance.  So at session open
+conformance also marks every protected task not preemptable, which the preempt and reclaim actions' own candidate
+filters respect whatever the votes say.
 """
 
 from __future__ import annotations
+
+import itertools
 
 from scheduler.batch.victims import VictimFacts, conformance_allows
 from scheduler.framework.api import TaskInfo
@@ -22,6 +28,9 @@ class Conformance:
     name = NAME
 
     def on_session_open(self, ssn: Session) -> None:
+        opt = ssn.conf.plugin(NAME)
+        guarding = opt is not None and (opt.enabled("enablePreemptable") or opt.enabled("enableReclaimable"))
+
         def evictable(task: TaskInfo) -> bool:
             facts = VictimFacts(namespace=task.namespace, priority_class_name=task.pod.priority_class_name,
                                 job_id=task.job, job_priority=0, task_priority=task.priority)
@@ -33,6 +42,11 @@ class Conformance:
         def victims(evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo] | None, int]:
             return [t for t in evictees if evictable(t)], PERMIT
 
+        if guarding:
+            on_nodes = (t for n in ssn.nodes for t in n.tasks.values())
+            for task in itertools.chain(ssn.tasks.values(), on_nodes):
+                if task.preemptable and not evictable(task):
+                    task.preemptable = False
         ssn.add_preemptable_fn(NAME, victims)
         ssn.add_reclaimable_fn(NAME, victims)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework.session import PERMIT
-from tests.scheduler.factories import node, pod, podgroup, session
+from tests.scheduler.factories import node, pod, podgroup, run, session
 
 CONF = """
 actions: "allocate"
@@ -87,3 +87,29 @@ def test_conformance_honours_podgroup_level_opt_out() -> None:
     ssn, _ = session(objs, CONF)
     preemptor = next(t for t in ssn.tasks.values() if t.name == "p-0")
     assert ssn.fns["preemptable"]["conformance"](preemptor, list(ssn.nodes[0].tasks.values()))[0] == []
+
+
+def test_conformance_protection_survives_tier_voting_handing_over() -> None:
+    # tier 1 cannot agree (conformance protects everything gang offers), so drf in tier 2 would decide alone;
+    # conformance's session-open marking keeps the critical pods out of the actions' candidates anyway
+    text = """
+actions: "enqueue, allocate, preempt, reclaim"
+tiers:
+- plugins:
+  - name: priority
+    enablePreemptable: false
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+"""
+    crit = {"extra_spec": {"priorityClassName": "system-node-critical"}}
+    objs = [node("a", cpu="2"), *PCS, podgroup("crit", 1, priority_class="low"),
+            pod("crit-0", group="crit", node_name="a", **crit), pod("crit-1", group="crit", node_name="a", **crit),
+            podgroup("hi", 1, priority_class="high"), pod("hi-0", group="hi")]
+    ssn, sink = run(objs, text)
+    assert sink.evictions == []
+    assert all(not t.preemptable for t in ssn.jobs["default/crit"].tasks.values())
+    # and the same pods stay evictable when conformance is not configured (it is conformance that protects them)
+    _, sink = run(objs, text.replace("  - name: conformance\n", ""))
+    assert sink.evictions
