@@ -12,6 +12,8 @@ in production).
 * A failed write is retried after 1 s, 2 s, 4 s ... (capped), never later than the next regular
   report.  The status is rebuilt from the history at every attempt, so the report that finally
   lands carries complete, current windows rather than the stale body of the failed one.
+* Keys the new status lacks are nulled in the patch, so a stale value never rides along with a
+  fresh ``updateTime``.
 * Writes are rate limited like koordlet's client (0.1 QPS, burst 2) so a flapping API server is not
   hammered by retries.
 """
@@ -29,7 +31,7 @@ from common.clock import Clock
 from common.cluster import Cluster, Conflict, NotFound
 from common.config import ConfigError
 
-__all__ = ["ReportOutcome", "NodeMetricReporter", "TokenBucket"]
+__all__ = ["ReportOutcome", "NodeMetricReporter", "TokenBucket", "clear_missing"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,23 @@ class ReportOutcome:
     error: str = ""
     created: bool = False
     next_due: float = 0.0
+
+
+def clear_missing(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch turning ``old`` into exactly ``new``: keys ``new`` lacks are set to null.
+
+    A merge patch only adds and replaces, so a value the agent can no longer measure (say node
+    memory after /proc/meminfo became unreadable) would otherwise linger next to a fresh
+    ``updateTime`` and look current.  Lists are replaced whole by a merge patch anyway.
+    """
+    out: dict[str, Any] = {}
+    for k, v in new.items():
+        prev = old.get(k)
+        out[k] = clear_missing(prev, v) if isinstance(v, Mapping) and isinstance(prev, Mapping) else v
+    for k in old:
+        if k not in new:
+            out[k] = None
+    return out
 
 
 class TokenBucket:
@@ -108,6 +127,7 @@ class NodeMetricReporter:
         self.last_error = ""
         self.last_status: Mapping[str, Any] | None = None
         self._exists = False
+        self._server_status: Mapping[str, Any] = {}
         self._limiter = TokenBucket(qps, burst, now)
 
     def due(self, now: float | None = None) -> bool:
@@ -127,6 +147,7 @@ class NodeMetricReporter:
             except Conflict:  # created meanwhile by the manager or another agent
                 obj = self.cluster.get(KIND, self.node_name)
         self._adopt(obj)
+        self._server_status = obj.get("status") or {}
         self._exists = True
         return created
 
@@ -156,13 +177,15 @@ class NodeMetricReporter:
             if not self._exists:
                 created = self.ensure()
             status = dict(build_status(self.policy))
-            obj = self.cluster.patch_status(KIND, self.node_name, {"status": status})
+            patch = clear_missing(self._server_status, status)
+            obj = self.cluster.patch_status(KIND, self.node_name, {"status": patch})
         except NotFound as exc:
             self._exists = False  # deleted under us: recreate on the retry
             return self._failed(now, f"NodeMetric {self.node_name} not found: {exc}")
         except Exception as exc:  # noqa: BLE001 - any client or transport error: the agent must keep going
             return self._failed(now, f"{type(exc).__name__}: {exc}")
         self._adopt(obj)
+        self._server_status = obj.get("status") or {}
         self.last_status = status
         self.failures = 0
         self.successes += 1

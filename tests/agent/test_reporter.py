@@ -175,3 +175,30 @@ def test_jitter_spreads_reports_within_the_fraction() -> None:
         gaps.append(out.next_due - clock.now())
         clock.advance(gaps[-1])
     assert all(54 <= g <= 66 for g in gaps) and len(set(gaps)) > 10
+
+
+def test_values_that_can_no_longer_be_measured_are_removed_not_left_stale() -> None:
+    clock, cluster, store, reporter = _setup(qps=100.0, burst=100)
+    _tick(clock, store, 5)
+    assert reporter.report(_builder(clock, store)).ok
+    usage = cluster.inner.get("NodeMetric", "n1")["status"]["nodeMetric"]["nodeUsage"]["resources"]
+    assert set(usage) == {"cpu", "memory"}
+    # /proc/meminfo becomes unreadable: only cpu is sampled from now on.
+    for _ in range(400):
+        clock.advance(1)
+        store.record(clock.now(), UsageSample(node_cpu_cores=2.0))
+    clock.advance(60)
+    assert reporter.report(_builder(clock, store)).ok
+    usage = cluster.inner.get("NodeMetric", "n1")["status"]["nodeMetric"]["nodeUsage"]["resources"]
+    assert usage == {"cpu": "2"}
+
+
+def test_clear_missing_builds_an_exact_merge_patch() -> None:
+    from agent.reporter import clear_missing
+    from common.cluster import merge_patch
+
+    old = {"a": {"b": 1, "c": 2}, "d": [1], "e": 3}
+    new = {"a": {"b": 5}, "d": [2]}
+    patch = clear_missing(old, new)
+    assert patch == {"a": {"b": 5, "c": None}, "d": [2], "e": None}
+    assert merge_patch(old, patch) == new
