@@ -141,3 +141,13 @@ def test_victim_queue_order_prefers_closer_queues() -> None:
     ssn, _ = session(objs, HIER)
     qs = ssn.queues
     assert ssn.victim_queue_order(qs["web"], qs["ops"], qs["dev"]) == -1
+
+
+def test_closed_queue_gets_nothing() -> None:
+    closed = _q("shut", deserved="4")
+    closed["status"]["state"] = "Closing"
+    objs = [node("a", cpu="10"), closed, *_job("shut", 2), *_job("shut", 1, name="gated", phase="Pending",
+                                                                 min_resources={"cpu": "1"})]
+    ssn, sink = run(objs, CONF)
+    assert sink.binds == {}
+    assert ssn.fns["job_enqueueable"]["capacity"](ssn.jobs["default/gated"]) == REJECT

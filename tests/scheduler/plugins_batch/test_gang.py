@@ -97,3 +97,13 @@ def test_victims_capped_at_ready_minus_min_and_ready_jobs_sort_last() -> None:
     order = ssn.fns["job_order"]["gang"]
     assert order(ssn.jobs["default/p"], ssn.jobs["default/v"]) == -1
     assert order(ssn.jobs["default/v"], ssn.jobs["default/w"]) == 0
+
+
+def test_job_fit_error_formula() -> None:
+    from scheduler.batch.gang import job_fit_error
+
+    msg = job_fit_error(False, {"Pending": 3, "Running": 1, "Allocated": 0}, 4, {"Unschedulable": 3},
+                        "w-1: 0/2 nodes are available: 2 Insufficient cpu.")
+    assert msg == ("pod group is not ready, 1 Running, 3 Pending, 4 minAvailable; Pending: 3 Unschedulable. "
+                   "Origin reason is w-1: 0/2 nodes are available: 2 Insufficient cpu.")
+    assert job_fit_error(True, {"Running": 2}, 0, {}) == "pod group is ready, 0 minAvailable, 2 Running"

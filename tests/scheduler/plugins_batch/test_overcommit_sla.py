@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from common.config import ConfigError
+from scheduler.framework.api import TaskStatus
 from scheduler.framework.session import ABSTAIN, PERMIT, REJECT
 from tests.scheduler.factories import T0, conf, node, pod, podgroup, run, session
 
@@ -112,3 +113,20 @@ tiers:
     assert b["overcommit"](Arguments({"overcommit-factor": 0.5})).factor == 1.2   # type: ignore[attr-defined]
     assert b["capacity"](Arguments({"ancestorReclaimLevel": "two"})).args.ancestor_reclaim_level == 0  # type: ignore[attr-defined]
     assert b["nodegroup"](Arguments({"strict": "maybe"})).args.strict is True  # type: ignore[attr-defined]
+
+
+def test_sla_permit_keeps_partial_reservations_of_a_late_gang() -> None:
+    text = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: sla
+    arguments: {sla-waiting-time: 1m}
+- plugins:
+  - name: gang
+"""
+    objs = [node("a", cpu="2"), podgroup("g", 3, created=T0)] + [pod(f"g-{i}", cpu="1", group="g") for i in range(3)]
+    ssn, sink = run(objs, text, now=T0 + 30)          # before the deadline: gang discards the partial gang
+    assert sink.binds == {} and not ssn.jobs["default/g"].tasks_in(TaskStatus.ALLOCATED)
+    ssn, sink = run(objs, text, now=T0 + 120)         # past it: two tasks stay reserved (not bound) for the gang
+    assert sink.binds == {} and len(ssn.jobs["default/g"].tasks_in(TaskStatus.ALLOCATED)) == 2
