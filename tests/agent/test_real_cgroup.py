@@ -71,7 +71,32 @@ def _pod(uid: str) -> dict[str, object]:
     }
 
 
-def _measure(config: dict[str, object], uid: str) -> tuple[float, float]:
+def _boost(pid: int, parent: str) -> list[Path]:
+    """Give the burner its core on a shared machine: a v1 ``cpu`` group with the largest weight.
+
+    With autogroup scheduling every session in the root group weighs as one task; a top-level group
+    with cpu.shares 262144 outweighs them all, so the single-threaded burner runs a full core.  For
+    the v1 test the pod's own ``cpu`` hierarchy path already is such a group (made by the caller).
+    Returns the directories it created.
+    """
+    cpu = ROOT / "cpu"
+    if not (cpu / "cpu.shares").exists():
+        return []
+    top = cpu / parent
+    made = [] if top.exists() else [top]
+    top.mkdir(exist_ok=True)
+    (top / "cpu.shares").write_text("262144")
+    if made:
+        (top / "cgroup.procs").write_text(str(pid))
+    return made
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _measure(config: dict[str, object], uid: str, pid: int) -> tuple[float, float, float]:
     clock = SystemClock()
     cluster = MemoryCluster(clock=clock)
     cluster.create("Pod", _pod(uid))
@@ -79,9 +104,11 @@ def _measure(config: dict[str, object], uid: str) -> tuple[float, float]:
     layout = detect_layout(cfg.cgroup_root, version=cfg.cgroup_version, driver=cfg.cgroup_driver, parent=cfg.cgroup_parent)
     agent = build_agent(cfg, "real", cluster=cluster, clock=clock, layout=layout)
     agent.start()
+    t0, c0 = time.monotonic(), _cpu_seconds(pid)
     agent.collect_once()
     time.sleep(2.0)
     agent.collect_once()
+    truth = (_cpu_seconds(pid) - c0) / (time.monotonic() - t0)  # what the burner itself says it used
     agent.reporter.next_due = 0  # type: ignore[union-attr]
     outcome = agent.report_if_due()
     assert outcome is not None and outcome.ok
@@ -91,7 +118,7 @@ def _measure(config: dict[str, object], uid: str) -> tuple[float, float]:
     (pod_state,) = state.pods
     (container,) = pod_state.containers
     assert container.name == "burn" and container.cgroup_dir.endswith(CID if "cgroupfs" in str(config) else ".scope")
-    return pm.usage["cpu"] / 1000, container.cpu_usage_milli / 1000
+    return pm.usage["cpu"] / 1000, container.cpu_usage_milli / 1000, truth
 
 
 def test_v1_cgroupfs_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[bytes]) -> None:
@@ -107,10 +134,13 @@ def test_v1_cgroupfs_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[b
     leaves = [h / rel for h in hierarchies]
     _mkdirs(leaves)
     try:
+        _boost(burner.pid, parent)
         for leaf in leaves:
             (leaf / "cgroup.procs").write_text(str(burner.pid))
-        pod_cores, container_cores = _measure(
-            {"cgroupRoot": str(ROOT), "cgroupParent": parent, "cgroupVersion": "v1", "cgroupDriver": "cgroupfs"}, uid
+        pod_cores, container_cores, truth = _measure(
+            {"cgroupRoot": str(ROOT), "cgroupParent": parent, "cgroupVersion": "v1", "cgroupDriver": "cgroupfs"},
+            uid,
+            burner.pid,
         )
     finally:
         burner.kill()
@@ -118,6 +148,7 @@ def test_v1_cgroupfs_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[b
         _rmdirs(leaves, [h / parent for h in hierarchies])
         for h in hierarchies:
             _rmdirs([h / parent], [h / parent])
+    assert pod_cores == pytest.approx(truth, abs=0.05)
     assert pod_cores == pytest.approx(1.0, abs=0.15)
     assert container_cores == pytest.approx(1.0, abs=0.15)
 
@@ -135,18 +166,26 @@ def test_v2_systemd_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[by
            / f"cri-containerd-{CID}.scope")
     leaf = unified / rel
     _mkdirs([leaf])
+    boosted: list[Path] = []
     try:
         try:
             (leaf / "cgroup.procs").write_text(str(burner.pid))
         except OSError as exc:
             pytest.skip(f"cannot move a process into {leaf}: {exc.strerror}")
-        pod_cores, container_cores = _measure(
-            {"cgroupRoot": str(ROOT), "cgroupParent": parent, "cgroupVersion": "v2", "cgroupDriver": "systemd"}, uid
+        if unified != ROOT:  # hybrid host: the CPU scheduler weights live in the v1 cpu hierarchy
+            boosted = _boost(burner.pid, parent)
+        pod_cores, container_cores, truth = _measure(
+            {"cgroupRoot": str(ROOT), "cgroupParent": parent, "cgroupVersion": "v2", "cgroupDriver": "systemd"},
+            uid,
+            burner.pid,
         )
     finally:
         burner.kill()
         burner.wait()
         _rmdirs([leaf], [unified / parent])
         _rmdirs([unified / parent], [unified / parent])
+        for d in boosted:
+            _rmdirs([d], [d])
+    assert pod_cores == pytest.approx(truth, abs=0.05)
     assert pod_cores == pytest.approx(1.0, abs=0.15)
     assert container_cores == pytest.approx(1.0, abs=0.15)
