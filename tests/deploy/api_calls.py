@@ -16,7 +16,7 @@ from pathlib import Path
 
 from common.kinds import kind_info
 
-__all__ = ["Permission", "ApiCall", "scan", "COMPONENT_SOURCES", "METHOD_VERBS"]
+__all__ = ["Permission", "ApiCall", "scan", "COMPONENT_SOURCES", "METHOD_VERBS", "GRANTED_TO_EVERYONE"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,6 +46,9 @@ KINDLESS: dict[str, tuple[tuple[str, str, str], ...]] = {
 }
 
 
+_HTTP_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class Permission:
     group: str
@@ -61,6 +64,8 @@ class ApiCall:
     unresolved: str = ""  # why the kind could not be resolved
 
     def permissions(self) -> set[Permission]:
+        if self.method == "request":  # a raw call: kinds holds (HTTP method, path)
+            return {_raw_permission(*self.kinds)}
         if self.method in KINDLESS:
             return {Permission(*p) for p in KINDLESS[self.method]}
         sub, verbs = METHOD_VERBS[self.method]
@@ -70,6 +75,22 @@ class ApiCall:
             resource = f"{info.plural}/{sub}" if sub else info.plural
             out.update(Permission(info.group, resource, v) for v in verbs)
         return out
+
+
+# the system:basic-user ClusterRole grants these to every authenticated user; no Role needs them
+GRANTED_TO_EVERYONE = {Permission("authorization.k8s.io", "selfsubjectaccessreviews", "create")}
+
+
+def _raw_permission(method: str, path: str) -> Permission:
+    parts = path.strip("/").split("/")
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    if rest and rest[0] == "namespaces" and len(rest) > 2:
+        rest = rest[2:]
+    resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+    verb = _HTTP_VERBS[method.upper()]
+    if verb == "get" and len(rest) == 1:
+        verb = "list"
+    return Permission(group, resource, verb)
 
 
 def _files(component: str) -> list[Path]:
@@ -215,9 +236,18 @@ def scan(component: str) -> list[ApiCall]:
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             method = node.func.attr
-            if method not in METHOD_VERBS and method not in KINDLESS or not _is_cluster(node.func.value):
+            known = method in METHOD_VERBS or method in KINDLESS or method == "request"
+            if not known or not _is_cluster(node.func.value):
                 continue
             where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            if method == "request":
+                verb = _strings(mod, node.args[0], node) if node.args else None
+                target = _strings(mod, node.args[1], node) if len(node.args) > 1 else None
+                if verb and target and len(verb) == 1 and len(target) == 1:
+                    calls.append(ApiCall(where, method, (*verb, *target)))
+                else:
+                    calls.append(ApiCall(where, method, (), unresolved=ast.unparse(node)))
+                continue
             if method in KINDLESS:
                 calls.append(ApiCall(where, method, ()))
                 continue

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from agent.doctor import AGENT_API_ACCESS
 from scheduler.leader import LeaseConfig
-from tests.deploy.api_calls import ApiCall, Permission, scan
+from tests.deploy.api_calls import GRANTED_TO_EVERYONE, ApiCall, Permission, scan
 from tests.deploy.kustomize import DEPLOY, build
 
 NAMESPACE = "loadwise-system"
@@ -71,7 +72,7 @@ def calls(component: str) -> tuple[ApiCall, ...]:
 
 
 def needed(component: str) -> set[Permission]:
-    return {p for c in calls(component) for p in c.permissions()}
+    return {p for c in calls(component) for p in c.permissions()} - GRANTED_TO_EVERYONE
 
 
 @pytest.mark.parametrize("component", ["agent", "scheduler"])
@@ -156,3 +157,13 @@ def test_a_call_the_role_lacks_is_caught() -> None:
         for o in rendered("enforce")
     )
     assert Permission("", "pods/eviction", "create") in needed("agent") - granted(objects, "loadwise-agent")
+
+
+def test_doctor_checks_exactly_what_the_agent_needs() -> None:
+    """``loadwise doctor`` reviews its own table of the agent's permissions; it must match the code."""
+    table = {
+        Permission(a.group, f"{a.resource}/{a.subresource}" if a.subresource else a.resource, a.verb)
+        for a in AGENT_API_ACCESS
+    }
+    assert table == needed("agent")
+    assert any(c.method == "request" for c in calls("agent"))  # the doctor's SelfSubjectAccessReviews are seen
