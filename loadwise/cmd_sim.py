@@ -58,6 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="OpenB replay: target CPU requests as a fraction of allocatable (default %(default)s)")
     s = parser.add_argument_group("simulation")
     s.add_argument("--tick", type=_positive_float, default=30.0, help="simulated seconds per step (default 30)")
+    s.add_argument("--start-hour", type=float, default=0.0,
+                   help="time of day the simulation starts at, 0-24 (default %(default)s; services peak at 14:00)")
     s.add_argument("--report-interval", type=_positive_int, default=60,
                    help="NodeMetric reportIntervalSeconds (default 60)")
     s.add_argument("--jobs", type=int, default=0, help="policies run in parallel (default: one per core)")
@@ -116,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         )
         workload, cites = _workload(args)
         options = SimOptions(
-            hours=args.hours, tick_seconds=args.tick, report_interval_seconds=args.report_interval, seed=args.seed
+            hours=args.hours, tick_seconds=args.tick, report_interval_seconds=args.report_interval, seed=args.seed,
+            start_hour=args.start_hour,
         )
     except (ConfigError, ValueError) as exc:
         print(f"loadwise sim: {exc}", file=sys.stderr)

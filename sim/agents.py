@@ -22,6 +22,7 @@ from agent.nodemetric import (
 )
 from common.cluster import Cluster
 from sim.model import NodeSpec
+from sim.objects import with_uid
 
 __all__ = ["SimAgents"]
 
@@ -52,7 +53,7 @@ class SimAgents:
     def create_nodemetrics(self) -> None:
         """What koord-manager does when a node joins: a NodeMetric with the collect policy in its spec."""
         for n in self.nodes:
-            self.cluster.create("NodeMetric", nodemetric_object(n.name, self.policy))
+            self.cluster.create("NodeMetric", with_uid("NodeMetric", nodemetric_object(n.name, self.policy)))
 
     def record(
         self, t: float, node: int, cpu_milli: float, memory_bytes: float, pods: Sequence[tuple[str, float, float]]

@@ -7,6 +7,8 @@ the PriorityClasses the pods name, a default Queue, and one NodeMetric per node.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from common.kinds import kind_info
@@ -23,12 +25,35 @@ __all__ = [
     "podgroup_object",
     "priority_class_object",
     "queue_object",
+    "deterministic_uid",
+    "with_uid",
 ]
 
 SCHEDULER_NAME = "loadwise-scheduler"
 KIND_LABEL = "sim.loadwise.io/kind"
 INDEX_ANNOTATION = "sim.loadwise.io/workload-index"
 _OWNER_KIND = {PodKind.SERVICE: "ReplicaSet", PodKind.BATCH: "Job"}
+
+
+_UID_NAMESPACE = uuid.UUID("6f6c6f61-6477-6973-652d-73696d756c61")
+
+
+def deterministic_uid(kind: str, namespace: str, name: str) -> str:
+    """A UID derived from the object's identity.
+
+    The API server would pick random UIDs; the simulator must not, because the scheduler breaks some ties by
+    UID and a rerun with the same seed has to give the same numbers.
+    """
+    return str(uuid.uuid5(_UID_NAMESPACE, f"{kind}/{namespace}/{name}"))
+
+
+def with_uid(kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` whose ``metadata.uid`` is set deterministically (kept if already set)."""
+    out = dict(obj)
+    meta = dict(out.get("metadata") or {})
+    meta.setdefault("uid", deterministic_uid(kind, str(meta.get("namespace", "")), str(meta.get("name", ""))))
+    out["metadata"] = meta
+    return out
 
 
 def _api(kind: str) -> dict[str, str]:
@@ -42,7 +67,7 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
     )
     return {
         **_api("Node"),
-        "metadata": {"name": spec.name, "labels": dict(spec.labels)},
+        "metadata": {"name": spec.name, "labels": dict(spec.labels), "uid": deterministic_uid("Node", "", spec.name)},
         "spec": {},
         "status": {
             "capacity": capacity.to_kube(),
@@ -72,6 +97,7 @@ def pod_object(spec: PodSpec, name: str, *, index: int, scheduler_name: str = SC
     meta: dict[str, Any] = {
         "name": name,
         "namespace": spec.namespace,
+        "uid": deterministic_uid("Pod", spec.namespace, name),
         "labels": {**spec.labels, KIND_LABEL: spec.kind.value},
         "annotations": annotations,
     }
@@ -99,7 +125,11 @@ def podgroup_object(group: GroupSpec, *, priority_class_name: str = "") -> dict[
         spec["priorityClassName"] = priority_class_name
     return {
         **_api("PodGroup"),
-        "metadata": {"name": group.name, "namespace": group.namespace},
+        "metadata": {
+            "name": group.name,
+            "namespace": group.namespace,
+            "uid": deterministic_uid("PodGroup", group.namespace, group.name),
+        },
         "spec": spec,
         "status": {"phase": "Pending"},
     }
@@ -108,7 +138,7 @@ def podgroup_object(group: GroupSpec, *, priority_class_name: str = "") -> dict[
 def priority_class_object(name: str, value: int) -> dict[str, Any]:
     return {
         **_api("PriorityClass"),
-        "metadata": {"name": name},
+        "metadata": {"name": name, "uid": deterministic_uid("PriorityClass", "", name)},
         "value": value,
         "globalDefault": False,
         "preemptionPolicy": "PreemptLowerPriority",
@@ -118,7 +148,7 @@ def priority_class_object(name: str, value: int) -> dict[str, Any]:
 def queue_object(name: str = "default", weight: int = 1) -> dict[str, Any]:
     return {
         **_api("Queue"),
-        "metadata": {"name": name},
+        "metadata": {"name": name, "uid": deterministic_uid("Queue", "", name)},
         "spec": {"weight": weight, "reclaimable": True},
         "status": {"state": "Open"},
     }

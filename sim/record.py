@@ -59,6 +59,7 @@ class RunRecord:
     wall_seconds: float = 0.0
     reports: int = 0
     waterline_ticks: int = 0
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase of the loop
 
     @classmethod
     def empty(cls, policy: str, workload: Workload, options: SimOptions, ticks: int) -> RunRecord:

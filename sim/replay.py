@@ -10,8 +10,9 @@ Two sources, usable alone or together:
   (CPU, memory and GPUs, the GPUs as the extended resource ``alibaba.com/gpu-milli`` so that GPU sharing is
   modelled as in the trace's paper) and the pods in creation order, with their requests, QoS and lifetimes.
   The published list holds only a few dozen concurrently running pods on 1523 nodes (it is a sample of pod
-  *shapes*), so arrivals keep the trace's order and relative spacing but are compressed so that the sampled
-  cluster reaches ``load`` × its allocatable CPU in requests; the list is cycled when more pods are needed.
+  *shapes*), so arrivals keep the trace's order and relative spacing (idle stretches beyond the 99th percentile
+  gap clipped) but are compressed so that the sampled cluster reaches ``load`` × its allocatable CPU in
+  requests; the list is cycled when more pods are needed.
   OpenB has no usage: pods get the synthetic usage ratios (LS as services, BE as batch), with the v2018 shapes
   when that source is loaded too.
 """
@@ -169,7 +170,12 @@ def _openb_pods(
     end = hours * 3600.0
     ordered = sorted(trace, key=lambda p: (p.creation_time, p.name))
     created = np.array([p.creation_time for p in ordered])
-    gaps = np.diff(created, append=created[-1] + float(np.mean(np.diff(created))) if len(created) > 1 else 60.0)
+    gaps = np.diff(created, append=created[-1]) if len(created) > 1 else np.ones(1)
+    # The list's first months hold a few pods days apart: idle stretches beyond the 99th percentile gap would
+    # leave the compressed stream empty for hours, so they are clipped; bursts and ordinary spacing are kept.
+    gaps = np.minimum(gaps, float(np.percentile(gaps, 99))) if gaps.size > 1 else gaps
+    if not gaps.any():
+        gaps = np.ones_like(gaps)
     life = np.array([min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time, end) for p in ordered])
     life = np.maximum(life, 60.0)
     cpu = np.array([p.cpu_milli for p in ordered], dtype=np.float64)

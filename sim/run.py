@@ -34,7 +34,7 @@ from common.cluster.memory import MemoryCluster
 from common.objects import PodView
 from sim.agents import SimAgents
 from sim.model import PodKind, PodSpec, Workload
-from sim.objects import node_object, pod_object, podgroup_object, priority_class_object, queue_object
+from sim.objects import node_object, pod_object, podgroup_object, priority_class_object, queue_object, with_uid
 from sim.record import RunRecord
 from sim.synthetic import PRIORITY_CLASSES
 from sim.usage import UsageModel
@@ -85,7 +85,8 @@ class SimOptions:
     aggregated_durations: tuple[float, ...] = ()
     system_cpu_fraction: float = 0.02  # of node CPU capacity: kubelet, runtime, daemons
     system_memory_bytes: int = GiB
-    start_time: float = 1_700_006_400.0  # a midnight (UTC), so diurnal peaks fall in the afternoon
+    start_hour: float = 0.0  # time of day the simulation starts at (the workload's diurnal curves follow it)
+    epoch: float = 1_700_006_400.0  # a midnight (UTC): the simulated day's wall-clock origin
     seed: int = 1
     hotspot_cpu_percent: float = 65.0
     hotspot_memory_percent: float = 95.0
@@ -93,6 +94,13 @@ class SimOptions:
     def __post_init__(self) -> None:
         if self.tick_seconds <= 0 or self.hours <= 0:
             raise ValueError("tick_seconds and hours must be positive")
+        if not 0 <= self.start_hour < 24:
+            raise ValueError("start_hour must be in [0, 24)")
+
+    @property
+    def start_time(self) -> float:
+        """Wall-clock time of the first tick on the simulated clock."""
+        return self.epoch + self.start_hour * 3600.0
 
     @property
     def ticks(self) -> int:
@@ -148,7 +156,9 @@ class Simulation:
         self.cluster = MemoryCluster(clock=self.clock, auto_run=False)
         self.nodes = list(workload.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
-        self.model = UsageModel(workload, seed=options.seed, tick_seconds=options.tick_seconds)
+        self.model = UsageModel(
+            workload, seed=options.seed, tick_seconds=options.tick_seconds, day_offset=options.start_hour * 3600.0
+        )
         self._setup_cluster()
         collect = MetricCollectPolicy(
             aggregate_duration_seconds=options.aggregate_duration_seconds,
@@ -160,7 +170,7 @@ class Simulation:
         self.waterline: SimWaterline | None = None
         if policy.waterline:
             for obj in policy.waterline:
-                self.cluster.create("WaterlinePolicy", obj)
+                self.cluster.create("WaterlinePolicy", with_uid("WaterlinePolicy", obj))
             self.waterline = SimWaterline(
                 self.cluster, self.clock, self.nodes, policy.waterline,
                 tick_seconds=options.tick_seconds, source=policy.waterline_source,
@@ -351,11 +361,16 @@ class Simulation:
         n_nodes, n_ticks = len(self.nodes), opts.ticks
         rec = RunRecord.empty(self.policy.name, self.workload, opts, n_ticks)
         wall0 = time.perf_counter()
+        phases = dict.fromkeys(("pods", "usage", "agent-record", "agent-report", "waterline", "scheduler"), 0.0)
+        clock = time.perf_counter
         for k in range(n_ticks):
             t = k * opts.tick_seconds
-            self.clock.set(opts.start_time + t)
+            now = opts.start_time + t
+            self.clock.set(now)
+            c0 = clock()
             self._finish(t)
             self._arrivals(t)
+            c1 = clock()
             self.model.advance(t)
             running, cpu, mem, node_cpu, node_mem = self._usage(t)
             per_node: list[list[tuple[str, float, float]]] = [[] for _ in range(n_nodes)]
@@ -363,31 +378,41 @@ class Simulation:
             for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
                 per_node[p.node].append((p.uid, c, m))
                 pods_on[p.node].append((p, c, m))
-            now = opts.start_time + t
+            c2 = clock()
             for i in range(n_nodes):
                 self.agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
+            c3 = clock()
             for i in self.agents.due(k):
                 self.agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
+            c4 = clock()
             if self.waterline is not None:
                 self._waterline_tick(now, node_cpu, node_mem, pods_on)
                 self._collect_evictions(t, by_waterline=True)
+            c5 = clock()
             placed = 0
             if self._pending:
-                w0 = time.perf_counter()
                 result = self.scheduler.run_once()
-                wall = time.perf_counter() - w0
+                wall = clock() - c5
                 placed = self._collect_bindings(t)
                 self._collect_evictions(t, by_waterline=False)
                 self.counters.sessions.append((wall, placed))
                 messages = getattr(result, "pending_messages", {}) or {}
                 for key, p in self._pending.items():
                     p.message = str(messages.get(key, p.message))
+            c6 = clock()
             rec.store_tick(
                 k, node_cpu, node_mem, running=len(self._running), pending=len(self._pending),
                 throttled=self._throttled(), placed=placed,
             )
+            phases["pods"] += c1 - c0
+            phases["usage"] += c2 - c1 + clock() - c6
+            phases["agent-record"] += c3 - c2
+            phases["agent-report"] += c4 - c3
+            phases["waterline"] += c5 - c4
+            phases["scheduler"] += c6 - c5
             if progress is not None:
                 progress(1)
+        rec.phase_seconds = {k: round(v, 3) for k, v in phases.items()}
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0, self.agents.reports,
                    self.waterline.ticks if self.waterline else 0)
         return rec

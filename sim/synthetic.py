@@ -58,7 +58,7 @@ class SyntheticConfig:
     seed: int = 1
     service_request_fraction: float = 0.50  # service CPU requests / cluster allocatable CPU
     batch_request_fraction: float = 0.20  # mean concurrent batch CPU requests / allocatable CPU
-    best_effort_per_node: float = 0.8  # mean concurrent best-effort pods per node
+    best_effort_per_node: float = 0.6  # mean concurrent best-effort pods per node
     under_requesting_share: float = 0.2  # share of service apps whose usage exceeds their request
     gang_share: float = 0.3  # share of batch jobs that are gangs
     rollout_seconds: float = 5400.0  # services first roll out over this window
@@ -111,7 +111,7 @@ def _services(cfg: SyntheticConfig, rng: np.random.Generator, budget_milli: floa
     app = 0
     while requested < budget_milli:
         replicas = int(rng.integers(2, 11))
-        cores = float(rng.choice([0.5, 1, 2, 4, 8], p=[0.15, 0.25, 0.3, 0.2, 0.1]))
+        cores = float(rng.choice([1, 2, 4, 8, 12], p=[0.1, 0.25, 0.3, 0.25, 0.1]))
         cpu_req = _round_milli(cores * 1000)
         mem_req = int(cores * float(rng.choice([2, 4, 8], p=[0.3, 0.5, 0.2])) * GiB)
         if rng.random() < cfg.under_requesting_share:
@@ -162,7 +162,7 @@ def _batch(
     cfg: SyntheticConfig, rng: np.random.Generator, budget_milli: float, end: float
 ) -> tuple[list[PodSpec], list[GroupSpec]]:
     # Mean request per job (cores x workers) and mean duration fix the arrival rate for the concurrency target.
-    mean_cores, mean_workers, mean_duration = 2.7, 1 + cfg.gang_share * 4.0, 2400.0
+    mean_cores, mean_workers, mean_duration = 4.4, 1 + cfg.gang_share * 4.0, 4400.0
     rate = budget_milli / (mean_cores * 1000 * mean_workers * mean_duration)
     pods: list[PodSpec] = []
     groups: list[GroupSpec] = []
@@ -171,10 +171,10 @@ def _batch(
     while t < end:
         gang = rng.random() < cfg.gang_share
         workers = int(rng.integers(2, 9)) if gang else 1
-        cores = float(rng.choice([1, 2, 4, 8], p=[0.3, 0.35, 0.25, 0.1]))
+        cores = float(rng.choice([2, 4, 8], p=[0.4, 0.4, 0.2]))
         cpu_req = _round_milli(cores * 1000)
         mem_req = int(cores * float(rng.choice([2, 4], p=[0.6, 0.4])) * GiB)
-        duration = float(np.clip(rng.lognormal(np.log(1800), 0.8), 300, 4 * 3600))
+        duration = float(np.clip(rng.lognormal(np.log(3600), 0.7), 600, 6 * 3600))
         ratio = float(rng.uniform(0.6, 1.15))
         group = f"job-{job:04d}" if gang else ""
         if gang:

@@ -32,7 +32,7 @@ IntArray = npt.NDArray[np.int64]
 class UsageModel:
     """Per-pod CPU demand and memory usage for the pods of one workload (indexed by position)."""
 
-    def __init__(self, workload: Workload, *, seed: int, tick_seconds: float) -> None:
+    def __init__(self, workload: Workload, *, seed: int, tick_seconds: float, day_offset: float = 0.0) -> None:
         pods = workload.pods
         self.size = len(pods)
         self._cpu_base = np.array([p.usage.cpu_base_milli for p in pods], dtype=np.float64)
@@ -47,6 +47,8 @@ class UsageModel:
         self._mem_limit = np.array([p.memory_limit_bytes or np.inf for p in pods], dtype=np.float64)
         self._shapes = np.asarray(workload.shapes, dtype=np.float64)
         self._shape_step = float(workload.shape_step)
+        # Seconds after midnight at t = 0: diurnal curves and replayed series follow the time of day.
+        self._day_offset = float(day_offset)
         # Noise decorrelates per second, so a different tick length keeps the same burst lifetime.
         self._rho = NOISE_CORRELATION ** (tick_seconds / 30.0)
         self._rng = np.random.default_rng([seed, 0x5EED])
@@ -64,6 +66,7 @@ class UsageModel:
 
     def shape_factor(self, idx: IntArray, t: float) -> FloatArray:
         """The relative CPU level (mean 1) of pods ``idx`` at time ``t``: diurnal cosine or replayed series."""
+        t = t + self._day_offset
         out = 1.0 + self._amp[idx] * np.cos(2.0 * np.pi * (t / DAY_SECONDS - self._peak[idx]))
         shape = self._shape[idx]
         replayed = shape >= 0

@@ -1,0 +1,167 @@
+"""The simulation loop: lifecycle, agents, evictions, determinism, and that the simulated parts are the real ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import agent.nodemetric
+import agent.qos.runtime
+import scheduler.engine
+import sim.agents
+import sim.waterline
+from common.clock import FakeClock, parse_rfc3339
+from common.cluster.memory import MemoryCluster
+from common.objects import NodeMetricView
+from sim.measures import measure
+from sim.model import GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
+from sim.policies import load_policies
+from sim.run import Policy, SimOptions, Simulation, run
+from sim.synthetic import SyntheticConfig, generate
+
+GiB = 1024**3
+
+
+class RoundRobinBinder:
+    """A minimal in-test scheduler: binds pending pods to nodes in turn; can evict one pod on request."""
+
+    def __init__(self, cluster: MemoryCluster, conf: Any, clock: FakeClock) -> None:
+        self.cluster = cluster
+        self.next = 0
+        self.evict_at: set[float] = set(conf.get("evict_at", ())) if isinstance(conf, dict) else set()
+        self.clock = clock
+
+    def run_once(self) -> Any:
+        nodes = [n["metadata"]["name"] for n in self.cluster.list("Node").items]
+        placements: dict[str, str | None] = {}
+        evictions: list[str] = []
+        pods = self.cluster.list("Pod").items
+        for pod in pods:
+            meta = pod["metadata"]
+            if pod["spec"].get("nodeName"):
+                continue
+            node = nodes[self.next % len(nodes)]
+            self.next += 1
+            self.cluster.bind(meta["namespace"], meta["name"], node)
+            placements[f"{meta['namespace']}/{meta['name']}"] = node
+        if self.clock.now() in self.evict_at:
+            victim = next(p for p in pods if p["spec"].get("nodeName"))
+            self.cluster.evict(victim["metadata"]["namespace"], victim["metadata"]["name"])
+            evictions.append(victim["metadata"]["name"])
+
+        class Result:
+            pass
+
+        r = Result()
+        r.placements, r.evictions, r.pending_messages = placements, evictions, {}  # type: ignore[attr-defined]
+        return r
+
+
+def _tiny_workload() -> Workload:
+    nodes = (NodeSpec("n0", 4000, 16 * GiB), NodeSpec("n1", 4000, 16 * GiB))
+    prof = UsageProfile(cpu_base_milli=1000.0, memory_base_bytes=float(GiB))
+    pods = (
+        PodSpec("svc", PodKind.SERVICE, 0.0, None, 1000, GiB, prof, cpu_limit_milli=2000, priority=9500,
+                priority_class_name="loadwise-prod", namespace="prod"),
+        PodSpec("g-0", PodKind.BATCH, 30.0, 300.0, 1000, GiB, prof, group="g", namespace="batch"),
+        PodSpec("g-1", PodKind.BATCH, 30.0, 300.0, 1000, GiB, prof, group="g", namespace="batch"),
+        PodSpec("be", PodKind.BEST_EFFORT, 60.0, 600.0, 0, 0, UsageProfile(cpu_base_milli=500.0)),
+    )
+    return Workload("tiny", nodes, pods, groups=(GroupSpec("g", 2, namespace="batch"),))
+
+
+def test_lifecycle_with_an_in_test_binder() -> None:
+    w = _tiny_workload()
+    opts = SimOptions(hours=0.5, tick_seconds=30, system_cpu_fraction=0.0, system_memory_bytes=0)
+    simulation = Simulation(w, Policy("rr", {}), opts, scheduler_factory=RoundRobinBinder)
+    rec = simulation.run()
+    assert (rec.submitted, rec.ran, rec.bindings, rec.pending_end) == (4, 4, 4, 0)
+    # svc runs forever; the gang (t 30..330) and the best-effort pod (t 60..660) come and go.
+    assert rec.running.tolist()[:3] == [1, 3, 4]
+    assert rec.running[-1] == 1
+    assert simulation.cluster.list("PodGroup").items == []  # deleted with its last pod
+    pods = simulation.cluster.list("Pod").items
+    assert [p["metadata"]["name"] for p in pods] == ["svc"]
+    assert pods[0]["status"]["phase"] == "Running"
+    assert {c["type"] for c in pods[0]["status"]["conditions"]} >= {"PodScheduled", "Ready"}
+    # Node usage = pods' usage (no system overhead here): svc alone on n0 at the end, 1000m of 4000m.
+    assert rec.cpu_util[0, -1] == pytest.approx(0.25)
+    assert rec.cpu_util[1, -1] == pytest.approx(0.0)
+
+
+def test_nodemetrics_are_reported_every_interval_on_staggered_phases() -> None:
+    w = _tiny_workload()
+    opts = SimOptions(hours=0.1, tick_seconds=30, report_interval_seconds=60)
+    simulation = Simulation(w, Policy("rr", {}), opts, scheduler_factory=RoundRobinBinder)
+    simulation.run()
+    metrics = {m["metadata"]["name"]: NodeMetricView.parse(m) for m in simulation.cluster.list("NodeMetric").items}
+    # 12 ticks: node 0 reports on even ticks (last at 300 s), node 1 on odd ones (last at 330 s).
+    assert metrics["n0"].update_time == opts.start_time + 300
+    assert metrics["n1"].update_time == opts.start_time + 330
+    assert simulation.agents.reports == 12
+    assert metrics["n0"].report_interval_seconds == 60
+    assert {p.name for p in metrics["n0"].pods} == {"svc", "g-1"}  # bound in turn: svc, g-0, g-1, be
+
+
+def test_scheduler_eviction_recreates_the_pod() -> None:
+    w = _tiny_workload()
+    opts = SimOptions(hours=0.1, tick_seconds=30)
+    conf = {"evict_at": [opts.start_time + 60]}  # a session runs then: the best-effort pod arrives
+    simulation = Simulation(w, Policy("rr", conf), opts, scheduler_factory=RoundRobinBinder)
+    rec = simulation.run()
+    assert rec.scheduler_evictions == 1 and rec.requeued == 1
+    assert rec.bindings == rec.ran + 1  # the replacement was bound again
+    names = {p["metadata"]["name"] for p in simulation.cluster.list("Pod").items}
+    assert any(n.endswith("-r1") for n in names)
+
+
+def test_the_simulated_parts_are_the_production_classes() -> None:
+    w = generate(SyntheticConfig(nodes=4, hours=0.5, seed=2))
+    policy = next(p for p in load_policies(["loadaware-waterline"]))
+    opts = SimOptions(hours=0.25)
+    simulation = Simulation(w, policy, opts)
+    assert type(simulation.scheduler) is scheduler.engine.Scheduler
+    assert all(type(s) is agent.nodemetric.UsageStore for s in simulation.agents.stores)
+    assert simulation.waterline is not None
+    assert all(type(r) is agent.qos.runtime.WaterlineRuntime for r in simulation.waterline.runtimes)
+    assert sim.agents.build_nodemetric_status is agent.nodemetric.build_nodemetric_status
+    simulation.run()
+    # Placement came from the real scheduler through pods/binding.
+    assert simulation.cluster.bindings
+    # The NodeMetric in the cluster is exactly what the agent's builder makes from that node's history.
+    obj = simulation.cluster.get("NodeMetric", w.nodes[0].name)
+    when = parse_rfc3339(obj["status"]["updateTime"])
+    metas = [p.meta for p in simulation._running.values() if p.node == 0]
+    rebuilt = agent.nodemetric.build_nodemetric_status(simulation.agents.stores[0], when, simulation.agents.policy, metas)
+    assert obj["status"]["nodeMetric"] == rebuilt["nodeMetric"]
+    assert {p["name"] for p in obj["status"]["podsMetric"]} <= {m.name for m in metas}
+
+
+def _small(policy: str, **kw: Any) -> Any:
+    """A hot afternoon on 6 nodes: many under-requesting services and best-effort pods, so waterlines act."""
+    w = generate(SyntheticConfig(nodes=6, hours=1.5, seed=4, under_requesting_share=0.5, best_effort_per_node=3.0))
+    return run(w, load_policies([policy])[0], SimOptions(hours=1.5, start_hour=12.5, seed=4, **kw))
+
+
+def test_same_seed_same_numbers() -> None:
+    a, b = _small("loadaware-waterline"), _small("loadaware-waterline")
+    assert np.array_equal(a.cpu_util, b.cpu_util) and np.array_equal(a.mem_util, b.mem_util)
+    assert np.array_equal(a.pending, b.pending) and np.array_equal(a.throttled, b.throttled)
+    ma, mb = measure(a).to_json(), measure(b).to_json()
+    for timing in ("session_mean_ms", "session_p99_ms", "per_pod_ms", "wall_seconds"):
+        ma.pop(timing)
+        mb.pop(timing)
+    assert ma == mb
+
+
+def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    skipped = _small("loadaware-waterline")
+    monkeypatch.setattr(sim.waterline, "NEAR_FRACTION", 0.0)  # every node near its lines: ticked every time
+    always = _small("loadaware-waterline")
+    assert skipped.throttled.sum() > 0 and skipped.waterline_evictions > 0  # the engine did act
+    assert always.waterline_ticks > skipped.waterline_ticks
+    assert np.array_equal(always.cpu_util, skipped.cpu_util)
+    assert np.array_equal(always.throttled, skipped.throttled)
+    assert always.waterline_evictions == skipped.waterline_evictions
