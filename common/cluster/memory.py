@@ -15,7 +15,7 @@ import uuid
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from common.clock import Clock, SystemClock, parse_rfc3339, to_rfc3339
 from common.cluster import (
@@ -35,6 +35,7 @@ from common.selectors import LabelSelector, match_field_selector, parse_selector
 __all__ = ["MemoryCluster"]
 
 _HISTORY = 50_000
+_T = TypeVar("_T")
 _Key = tuple[str, str]  # (namespace or "", name)
 
 
@@ -109,12 +110,12 @@ class MemoryCluster:
 
     def _emit(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
         rv = int(obj["metadata"]["resourceVersion"])
-        ev = WatchEvent(type_, copy.deepcopy(obj))
+        ev = WatchEvent(type_, _tree_copy(obj))
         self._history.append((rv, kind, ev))
         self._cond.notify_all()
         for sub in list(self._subs):
             if sub.kind == kind and sub.active and self._matches(obj, sub.namespace, sub.field_selector):
-                sub.handler(WatchEvent(type_, copy.deepcopy(obj)))
+                sub.handler(WatchEvent(type_, _tree_copy(obj)))
 
     @staticmethod
     def _matches(obj: Mapping[str, Any], namespace: str | None, field_selector: str | None) -> bool:
@@ -134,7 +135,7 @@ class MemoryCluster:
         sel = parse_selector_string(label_selector)
         with self._lock:
             items = [
-                copy.deepcopy(o)
+                _tree_copy(o)
                 for _, o in sorted(self._bucket(kind).items())
                 if self._matches(o, namespace, field_selector) and sel.matches(o["metadata"].get("labels"))
             ]
@@ -145,7 +146,7 @@ class MemoryCluster:
             obj = self._bucket(kind).get(self._key(kind, name, namespace))
             if obj is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            return copy.deepcopy(obj)
+            return _tree_copy(obj)
 
     def watch(
         self,
@@ -186,7 +187,7 @@ class MemoryCluster:
     def create(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         info = kind_info(kind)
         with self._lock:
-            new = copy.deepcopy(dict(obj))
+            new = _tree_copy(dict(obj))
             meta = new.setdefault("metadata", {})
             if not meta.get("name"):
                 if meta.get("generateName"):
@@ -212,7 +213,7 @@ class MemoryCluster:
                     self._run_pod(new)
             bucket[key] = new
             self._emit(kind, "ADDED", new)
-            return copy.deepcopy(new)
+            return _tree_copy(new)
 
     def load(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Create every object of a snapshot (``kind`` taken from each)."""
@@ -223,7 +224,7 @@ class MemoryCluster:
         new["metadata"]["resourceVersion"] = self._next_rv()
         self._bucket(kind)[key] = new
         self._emit(kind, "MODIFIED", new)
-        return copy.deepcopy(new)
+        return _tree_copy(new)
 
     def replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -238,7 +239,7 @@ class MemoryCluster:
                     f"Operation cannot be fulfilled on {kind_info(kind).plural} \"{meta.get('name')}\": "
                     "the object has been modified; please apply your changes to the latest version and try again"
                 )
-            new = copy.deepcopy(dict(obj))
+            new = _tree_copy(dict(obj))
             new["metadata"] = {**cur["metadata"], **new.get("metadata", {})}
             new["apiVersion"], new["kind"] = cur["apiVersion"], kind
             return self._store(kind, key, new)
@@ -261,7 +262,7 @@ class MemoryCluster:
             cur = self._bucket(kind).get(key)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            new = copy.deepcopy(cur)
+            new = _tree_copy(cur)
             new["status"] = merge_patch(cur.get("status") or {}, patch.get("status") or {})
             return self._store(kind, key, new)
 
@@ -271,7 +272,7 @@ class MemoryCluster:
             cur = self._bucket(kind).pop(key, None)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            cur = copy.deepcopy(cur)
+            cur = _tree_copy(cur)
             cur["metadata"]["resourceVersion"] = self._next_rv()
             self._emit(kind, "DELETED", cur)
 
@@ -297,7 +298,7 @@ class MemoryCluster:
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
             if node not in {k[1] for k in self._bucket("Node")}:
                 raise NotFound(f'nodes "{node}" not found')
-            new = copy.deepcopy(cur)
+            new = _tree_copy(cur)
             new.setdefault("spec", {})["nodeName"] = node
             if self.auto_run:
                 self._run_pod(new)
@@ -355,7 +356,7 @@ class MemoryCluster:
             if not self.graceful_deletion or grace <= 0:
                 self.delete("Pod", name, namespace=key[0])
                 return
-            new = copy.deepcopy(cur)
+            new = _tree_copy(cur)
             new["metadata"]["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
             new["metadata"]["deletionGracePeriodSeconds"] = grace
             self._store("Pod", key, new)
@@ -399,6 +400,22 @@ class MemoryCluster:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
+
+
+def _tree_copy(v: _T) -> _T:
+    """A deep copy of API data (dicts, lists, scalars), several times faster than ``copy.deepcopy``.
+
+    Every read and write copies whole objects, so this is the backend's hottest path; anything that is not
+    plain JSON-like data still goes through ``copy.deepcopy``.
+    """
+    t = type(v)
+    if t is dict:
+        return cast(_T, {k: _tree_copy(x) for k, x in cast(dict[Any, Any], v).items()})
+    if t is list:
+        return cast(_T, [_tree_copy(x) for x in cast(list[Any], v)])
+    if t is str or t is int or t is float or t is bool or v is None:
+        return v
+    return copy.deepcopy(v)
 
 
 def _int_or_percent(v: Any, total: int, *, round_up: bool) -> int:
