@@ -1,0 +1,110 @@
+"""``loadwise sim`` end to end: JSON, the HTML report, clear errors, and load-aware beating requests."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from common.config import ConfigError
+from loadwise.cli import main
+from sim.measures import measure
+from sim.policies import BUILTIN, load_policies, parse_assignments
+from sim.run import SimOptions, Simulation, run
+from sim.synthetic import SyntheticConfig, generate
+from sim.traces import OPENB_NODES_FILE, OPENB_PODS_FILE
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_json_output_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    rc = main(["sim", "--nodes", "4", "--hours", "0.25", "--json", "--no-progress", "--jobs", "1", "--out", str(out)])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["policies"]) == ["requests", "loadaware", "loadaware-waterline"]
+    assert doc["policies"]["loadaware-waterline"]["waterline"].endswith("waterline.yaml")
+    m = doc["policies"]["requests"]["measures"]
+    assert m["pods_submitted"] > 0 and "hotspot_node_minutes" in m and "session_mean_ms" in m
+    assert set(doc["comparison"]) == {"loadaware", "loadaware-waterline"}
+    assert "hotspot node-minutes" in doc["definitions"]
+    page = (out / "report.html").read_text()
+    assert len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{100,}"', page)) == 4
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org", "")
+    assert json.loads((out / "results.json").read_text())["workload"] == doc["workload"]
+
+
+def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["sim", "--nodes", "3", "--hours", "0.1", "--compare", "requests", "--no-progress"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "hotspot node-minutes" in text and "requests" in text and "wall" in text
+
+
+def test_trace_replay_from_fixture_files(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main([
+        "sim", "--compare", "requests", "--nodes", "3", "--hours", "0.2", "--json", "--no-progress",
+        "--openb-nodes", str(FIXTURES / "openb_nodes.csv"), "--openb-pods", str(FIXTURES / "openb_pods.csv"),
+        "--machine-usage", str(FIXTURES / "machine_usage.csv"),
+    ])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["workload"]["name"].startswith("trace(alibaba-v2018+openb")
+    assert len(doc["sources"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--compare", "nope"], "unknown policy 'nope'"),
+        (["--compare", "requests", "--conf", "requests=/nonexistent/conf.yaml"], "/nonexistent/conf.yaml"),
+        (["--conf", "broken"], "--conf: expected NAME=PATH"),
+        (["--compare", "requests", "--waterline", "loadaware=x.yaml"], "not compared"),
+    ],
+)
+def test_configuration_errors_exit_2(argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "--nodes", "2", "--hours", "0.1", "--no-progress", *argv]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_bad_trace_file_names_file_line_and_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / OPENB_NODES_FILE).parent.mkdir(parents=True)
+    (tmp_path / OPENB_NODES_FILE).write_text("sn,cpu_milli,memory_mib\nn1,32000,lots\n")
+    (tmp_path / OPENB_PODS_FILE).write_text("name,cpu_milli,memory_mib,creation_time\np,1000,1024,0\n")
+    rc = main(["sim", "--trace", "openb", "--trace-dir", str(tmp_path), "--nodes", "2", "--hours", "0.1", "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / OPENB_NODES_FILE}: line 2, column 3 (memory_mib): expected a number, got 'lots'" in err
+
+
+def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
+    bad = tmp_path / "wl.yaml"
+    bad.write_text(
+        "apiVersion: qos.loadwise.io/v1alpha1\nkind: WaterlinePolicy\nmetadata: {name: w}\n"
+        "spec:\n  objectiveEnsurances:\n  - name: r\n    metricRule: {name: cpu_total_usage, value: '0'}\n"
+        "    action: {name: a, eviction: {}}\n"
+    )
+    policy = load_policies(["loadaware"], waterlines={"loadaware": bad})[0]
+    with pytest.raises(ConfigError, match=r"metricRule\.value"):
+        Simulation(generate(SyntheticConfig(nodes=2, hours=0.1)), policy, SimOptions(hours=0.1))
+
+
+def test_policies() -> None:
+    assert set(BUILTIN) == {"requests", "loadaware", "loadaware-waterline"}
+    for p in load_policies(list(BUILTIN)):
+        assert p.conf.actions
+        assert bool(p.waterline) == (p.name == "loadaware-waterline")
+    assert parse_assignments(["a=b.yaml"], "--conf") == {"a": Path("b.yaml")}
+
+
+def test_loadaware_has_fewer_hotspots_than_requests() -> None:
+    """A busy afternoon on 10 nodes (fixed seed): usage-aware placement avoids the hot nodes requests create."""
+    workload = generate(SyntheticConfig(nodes=10, hours=3, seed=1))
+    options = SimOptions(hours=3, start_hour=11, seed=1)
+    results = {p.name: measure(run(workload, p, options)) for p in load_policies(list(BUILTIN))}
+    base = results["requests"].hotspot_node_minutes
+    assert base > 100
+    assert results["loadaware"].hotspot_node_minutes < 0.8 * base
+    assert results["loadaware-waterline"].hotspot_node_minutes < results["loadaware"].hotspot_node_minutes
