@@ -19,8 +19,10 @@ from sim.model import GroupSpec, NodeSpec, PodKind, PodSpec
 __all__ = [
     "SCHEDULER_NAME",
     "KIND_LABEL",
+    "CORES_LABEL",
     "INDEX_ANNOTATION",
     "node_object",
+    "node_labels",
     "pod_object",
     "podgroup_object",
     "priority_class_object",
@@ -31,6 +33,8 @@ __all__ = [
 
 SCHEDULER_NAME = "loadwise-scheduler"
 KIND_LABEL = "sim.loadwise.io/kind"
+# Node size in whole cores: WaterlinePolicies on ``cpu_total_usage`` (millicores) select nodes by it.
+CORES_LABEL = "sim.loadwise.io/cores"
 INDEX_ANNOTATION = "sim.loadwise.io/workload-index"
 _OWNER_KIND = {PodKind.SERVICE: "ReplicaSet", PodKind.BATCH: "Job"}
 
@@ -60,6 +64,11 @@ def _api(kind: str) -> dict[str, str]:
     return {"apiVersion": kind_info(kind).api_version, "kind": kind}
 
 
+def node_labels(spec: NodeSpec) -> dict[str, str]:
+    """The node's labels plus the simulator's size label (whole cores of capacity)."""
+    return {**spec.labels, CORES_LABEL: str(spec.capacity_cpu // 1000)}
+
+
 def node_object(spec: NodeSpec) -> dict[str, Any]:
     allocatable = Resources({CPU: spec.cpu_milli, MEMORY: spec.memory_bytes, PODS: spec.max_pods, **spec.extended})
     capacity = Resources(
@@ -67,7 +76,7 @@ def node_object(spec: NodeSpec) -> dict[str, Any]:
     )
     return {
         **_api("Node"),
-        "metadata": {"name": spec.name, "labels": dict(spec.labels), "uid": deterministic_uid("Node", "", spec.name)},
+        "metadata": {"name": spec.name, "labels": node_labels(spec), "uid": deterministic_uid("Node", "", spec.name)},
         "spec": {},
         "status": {
             "capacity": capacity.to_kube(),

@@ -34,7 +34,15 @@ from common.cluster.memory import MemoryCluster
 from common.objects import PodView
 from sim.agents import SimAgents
 from sim.model import PodKind, PodSpec, Workload
-from sim.objects import node_object, pod_object, podgroup_object, priority_class_object, queue_object, with_uid
+from sim.objects import (
+    node_labels,
+    node_object,
+    pod_object,
+    podgroup_object,
+    priority_class_object,
+    queue_object,
+    with_uid,
+)
 from sim.record import RunRecord
 from sim.synthetic import PRIORITY_CLASSES
 from sim.usage import UsageModel
@@ -156,6 +164,7 @@ class Simulation:
         self.cluster = MemoryCluster(clock=self.clock, auto_run=False)
         self.nodes = list(workload.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self._node_labels = [node_labels(n) for n in self.nodes]
         self.model = UsageModel(
             workload, seed=options.seed, tick_seconds=options.tick_seconds, day_offset=options.start_hour * 3600.0
         )
@@ -426,7 +435,7 @@ class Simulation:
             if not self.waterline.needs_tick(i, now, metrics):
                 continue
             states = [self._pod_state(p, c, m) for p, c, m in pods_on[i] if p.key in self._running]
-            self.waterline.tick(i, self.waterline.node_state(nd, now, metrics, states))
+            self.waterline.tick(i, self.waterline.node_state(nd, now, metrics, states, self._node_labels[i]))
 
 
 def run(

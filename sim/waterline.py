@@ -36,6 +36,7 @@ from common.clock import Clock
 from common.cluster import Cluster
 from common.config import ConfigError
 from sim.model import NodeSpec
+from sim.objects import node_labels
 
 __all__ = ["SimQuotaWriter", "SimWaterline", "CPU_PERIOD_US", "NEAR_FRACTION"]
 
@@ -108,7 +109,7 @@ class SimWaterline:
         """Per watched metric, the usage from which this node must be ticked; None = always tick."""
         lines: dict[str, float] = {}
         linger = 0.0
-        for p in self.store.applicable(node.labels):
+        for p in self.store.applicable(node_labels(node)):
             for r in p.rules:
                 metric = r.metric.name
                 if metric not in _WATCHABLE or not r.metric.selector.empty:
@@ -146,8 +147,11 @@ class SimWaterline:
 
     @staticmethod
     def node_state(
-        node: NodeSpec, t: float, metrics: Mapping[str, float], pods: Sequence[PodState]
+        node: NodeSpec, t: float, metrics: Mapping[str, float], pods: Sequence[PodState],
+        labels: Mapping[str, str] | None = None,
     ) -> NodeState:
+        """The agent's snapshot of ``node``; ``labels`` are the Node object's (default: :func:`node_labels`)."""
+        labels = node_labels(node) if labels is None else labels
         extra = {k: v for k, v in metrics.items() if k in _PERCENT_METRICS}
         return NodeState(
             node=node.name,
@@ -158,5 +162,5 @@ class SimWaterline:
             memory_usage_bytes=int(metrics[MEMORY_TOTAL_USAGE]),
             pods=tuple(pods),
             extra_metrics=extra,
-            labels=node.labels,
+            labels=labels,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from common.cluster.memory import MemoryCluster
 from common.objects import NodeMetricView
 from sim.measures import measure
 from sim.model import GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
-from sim.policies import load_policies
+from sim.policies import CONF_DIR, load_policies
 from sim.run import Policy, SimOptions, Simulation, run
 from sim.synthetic import SyntheticConfig, generate
 
@@ -139,10 +140,20 @@ def test_the_simulated_parts_are_the_production_classes() -> None:
     assert {p["name"] for p in obj["status"]["podsMetric"]} <= {m.name for m in metas}
 
 
-def _small(policy: str, **kw: Any) -> Any:
+def _small(policy: str, waterline: Path | None = None) -> Any:
     """A hot afternoon on 6 nodes: many under-requesting services and best-effort pods, so waterlines act."""
     w = generate(SyntheticConfig(nodes=6, hours=1.5, seed=4, under_requesting_share=0.5, best_effort_per_node=3.0))
-    return run(w, load_policies([policy])[0], SimOptions(hours=1.5, start_hour=12.5, seed=4, **kw))
+    waterlines = {policy: waterline} if waterline is not None else None
+    return run(w, load_policies([policy], waterlines=waterlines)[0], SimOptions(hours=1.5, start_hour=12.5, seed=4))
+
+
+def _eager_waterline(tmp_path: Path) -> Path:
+    """The shipped policies with an eviction line low enough to evict in a short run."""
+    text = (CONF_DIR / "waterline.yaml").read_text()
+    text = text.replace('value: "70"}', 'value: "58"}').replace("avoidanceThreshold: 6", "avoidanceThreshold: 2")
+    path = tmp_path / "waterline.yaml"
+    path.write_text(text)
+    return path
 
 
 def test_same_seed_same_numbers() -> None:
@@ -156,10 +167,11 @@ def test_same_seed_same_numbers() -> None:
     assert ma == mb
 
 
-def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch) -> None:
-    skipped = _small("loadaware-waterline")
+def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    eager = _eager_waterline(tmp_path)
+    skipped = _small("loadaware-waterline", eager)
     monkeypatch.setattr(sim.waterline, "NEAR_FRACTION", 0.0)  # every node near its lines: ticked every time
-    always = _small("loadaware-waterline")
+    always = _small("loadaware-waterline", eager)
     assert skipped.throttled.sum() > 0 and skipped.waterline_evictions > 0  # the engine did act
     assert always.waterline_ticks > skipped.waterline_ticks
     assert np.array_equal(always.cpu_util, skipped.cpu_util)
