@@ -12,7 +12,8 @@ Two sources, usable alone or together:
   The published list holds only a few dozen concurrently running pods on 1523 nodes (it is a sample of pod
   *shapes*), so arrivals keep the trace's order and relative spacing (idle stretches beyond the 99th percentile
   gap clipped) but are compressed so that the sampled cluster reaches ``load`` × its allocatable CPU in
-  requests; the list is cycled when more pods are needed.
+  requests; the list is cycled when more pods are needed.  The stream starts a day early so the cluster begins
+  in its steady state (the pods still running at t = 0 are submitted at once).
   OpenB has no usage: pods get the synthetic usage ratios (LS as services, BE as batch), with the v2018 shapes
   when that source is loaded too.
 """
@@ -58,6 +59,8 @@ TRACE_NAMES = ("alibaba-v2018", "openb", "all")
 MiB = 1024**2
 # The v2018 trace starts at an arbitrary time of day; shapes are read from its second day on.
 SHAPE_OFFSET = 86_400.0
+# How long before t = 0 the OpenB pod stream starts (pods still running at t = 0 are submitted then).
+WARM_START_SECONDS = 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +171,9 @@ def _openb_pods(
     trace: Sequence[OpenbPod], cluster_cpu: float, hours: float, load: float, rng: np.random.Generator
 ) -> list[PodSpec]:
     end = hours * 3600.0
+    # The stream starts a day before the simulation so the cluster is in its steady state at t = 0: pods that
+    # would still be running then are submitted at t = 0 with the rest of their lifetime.
+    warm = WARM_START_SECONDS
     ordered = sorted(trace, key=lambda p: (p.creation_time, p.name))
     created = np.array([p.creation_time for p in ordered])
     gaps = np.diff(created, append=created[-1]) if len(created) > 1 else np.ones(1)
@@ -176,18 +182,27 @@ def _openb_pods(
     gaps = np.minimum(gaps, float(np.percentile(gaps, 99))) if gaps.size > 1 else gaps
     if not gaps.any():
         gaps = np.ones_like(gaps)
-    life = np.array([min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time, end) for p in ordered])
+    life = np.array(
+        [min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time, end + warm) for p in ordered]
+    )
     life = np.maximum(life, 60.0)
     cpu = np.array([p.cpu_milli for p in ordered], dtype=np.float64)
     # Little's law: concurrent requests = rate × E[cpu × lifetime]; solve the rate for the target load.
     rate = load * cluster_cpu / max(float(np.mean(cpu * life)), 1.0)
     scale = (1.0 / rate) / max(float(np.mean(gaps)), 1e-9)
     pods: list[PodSpec] = []
-    t = 0.0
+    t = -warm
     i = 0
     while t < end:
         k = i % len(ordered)
         src = ordered[k]
+        arrival, duration = t, float(life[k])
+        t += float(gaps[k]) * scale
+        i += 1
+        if arrival < 0:
+            if arrival + duration <= 0:
+                continue
+            arrival, duration = 0.0, arrival + duration
         service = src.qos != "BE"
         amp = float(rng.uniform(0.25, 0.55)) if service else 0.05
         if service:
@@ -199,10 +214,10 @@ def _openb_pods(
         gpu = src.num_gpu * (src.gpu_milli if src.num_gpu == 1 else 1000)
         pods.append(
             PodSpec(
-                name=f"{src.name}-r{i // len(ordered)}",
+                name=f"{src.name}-r{(i - 1) // len(ordered)}",
                 kind=PodKind.SERVICE if service else PodKind.BATCH,
-                arrival=t,
-                duration=float(life[k]),
+                arrival=arrival,
+                duration=duration,
                 cpu_request_milli=cpu_req,
                 memory_request_bytes=mem_req,
                 cpu_limit_milli=cpu_req * 2,
@@ -222,8 +237,6 @@ def _openb_pods(
                 ),
             )
         )
-        t += float(gaps[k]) * scale
-        i += 1
     return pods
 
 

@@ -193,11 +193,12 @@ def test_real_trace_workload_reaches_the_target_load() -> None:
     assert REAL is not None
     w = trace_workload(resolve_sources(["all"], REAL), nodes=40, hours=6, seed=1, load=0.6)
     assert len(w.nodes) == 40 and w.shapes.shape[0] == 16
-    # Little's law check: mean concurrent CPU requests over the second half is near the target.
-    t = np.arange(3 * 3600, 6 * 3600, 600.0)
+    # Little's law check: concurrent CPU requests are near the target from the start (the stream is warm).
+    t = np.arange(0, 6 * 3600, 600.0)
     alloc = sum(n.cpu_milli for n in w.nodes)
     conc = [
         sum(p.cpu_request_milli for p in w.pods if p.arrival <= x < p.arrival + (p.duration or np.inf)) / alloc
         for x in t
     ]
     assert 0.35 < float(np.mean(conc)) < 0.9
+    assert conc[0] > 0.3
