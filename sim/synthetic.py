@@ -12,6 +12,9 @@ shape follows what colocation studies of production clusters report (Alibaba v20
   little diurnal swing, run minutes to hours; a share of them are gangs of 2–8 workers behind a PodGroup.
 * **best-effort** pods (free priority, no requests at all) are bursty and invisible to request accounting.
 
+The batch and best-effort streams start six hours before the simulation, so the cluster begins busy: the pods
+still running at t = 0 are submitted at once.  Services roll out over the first ``rollout_seconds``.
+
 Sizes are relative to the cluster's allocatable CPU so that ``--nodes`` scales the load with the cluster.
 """
 
@@ -46,6 +49,8 @@ PROD_PRIORITY = 9500
 BATCH_PRIORITY = 5500
 FREE_PRIORITY = 3500
 # name -> value; the simulator creates these PriorityClass objects and sets spec.priority as admission would.
+# Batch and best-effort streams start this long before t = 0 (longer than any batch job runs).
+WARM_START_SECONDS = 6 * 3600.0
 PRIORITY_CLASSES = {"loadwise-prod": PROD_PRIORITY, "loadwise-batch": BATCH_PRIORITY, "loadwise-free": FREE_PRIORITY}
 
 
@@ -98,6 +103,16 @@ def _nodes(cfg: SyntheticConfig, rng: np.random.Generator) -> tuple[NodeSpec, ..
             )
         )
     return tuple(out)
+
+
+def _warm(arrival: float, duration: float) -> tuple[float, float] | None:
+    """Streams start before t = 0 so the cluster begins busy: a pod still running at 0 arrives then with the
+    rest of its run time; one that finished before 0 is dropped."""
+    if arrival >= 0:
+        return arrival, duration
+    if arrival + duration <= 0:
+        return None
+    return 0.0, arrival + duration
 
 
 def _round_milli(x: float, step: int = 100) -> int:
@@ -166,9 +181,11 @@ def _batch(
     rate = budget_milli / (mean_cores * 1000 * mean_workers * mean_duration)
     pods: list[PodSpec] = []
     groups: list[GroupSpec] = []
-    t = float(rng.exponential(1 / rate))
+    t = -WARM_START_SECONDS + float(rng.exponential(1 / rate))
     job = 0
     while t < end:
+        arrival = t
+        t += float(rng.exponential(1 / rate))
         gang = rng.random() < cfg.gang_share
         workers = int(rng.integers(2, 9)) if gang else 1
         cores = float(rng.choice([2, 4, 8], p=[0.4, 0.4, 0.2]))
@@ -176,6 +193,10 @@ def _batch(
         mem_req = int(cores * float(rng.choice([2, 4], p=[0.6, 0.4])) * GiB)
         duration = float(np.clip(rng.lognormal(np.log(3600), 0.7), 600, 6 * 3600))
         ratio = float(rng.uniform(0.6, 1.15))
+        warm = _warm(arrival, duration)
+        if warm is None:
+            continue
+        arrival, duration = warm
         group = f"job-{job:04d}" if gang else ""
         if gang:
             groups.append(GroupSpec(name=group, min_member=workers, namespace="batch"))
@@ -184,7 +205,7 @@ def _batch(
                 PodSpec(
                     name=f"job-{job:04d}-{w}",
                     kind=PodKind.BATCH,
-                    arrival=t,
+                    arrival=arrival,
                     duration=duration,
                     cpu_request_milli=cpu_req,
                     memory_request_bytes=mem_req,
@@ -206,7 +227,6 @@ def _batch(
                 )
             )
         job += 1
-        t += float(rng.exponential(1 / rate))
     return pods, groups
 
 
@@ -214,15 +234,22 @@ def _best_effort(cfg: SyntheticConfig, rng: np.random.Generator, end: float) -> 
     mean_duration = 3000.0
     rate = cfg.best_effort_per_node * cfg.nodes / mean_duration
     pods: list[PodSpec] = []
-    t = float(rng.exponential(1 / rate)) if rate > 0 else end
+    t = -WARM_START_SECONDS + float(rng.exponential(1 / rate)) if rate > 0 else end
     i = 0
     while t < end:
+        warm = _warm(t, float(rng.exponential(mean_duration)) + 300.0)
+        t += float(rng.exponential(1 / rate))
+        cpu = float(np.clip(rng.lognormal(np.log(700), 0.6), 100, 4000))
+        peak = float(rng.random())
+        memory = float(rng.uniform(0.25, 2.0)) * GiB
+        if warm is None:
+            continue
         pods.append(
             PodSpec(
                 name=f"be-{i:05d}",
                 kind=PodKind.BEST_EFFORT,
-                arrival=t,
-                duration=float(rng.exponential(mean_duration)) + 300.0,
+                arrival=warm[0],
+                duration=warm[1],
                 cpu_request_milli=0,
                 memory_request_bytes=0,
                 priority=FREE_PRIORITY,
@@ -230,17 +257,16 @@ def _best_effort(cfg: SyntheticConfig, rng: np.random.Generator, end: float) -> 
                 namespace="best-effort",
                 labels={"tier": "best-effort"},
                 usage=UsageProfile(
-                    cpu_base_milli=float(np.clip(rng.lognormal(np.log(700), 0.6), 100, 4000)),
+                    cpu_base_milli=cpu,
                     cpu_amplitude=0.1,
-                    cpu_peak=float(rng.random()),
+                    cpu_peak=peak,
                     cpu_noise=0.35,
-                    memory_base_bytes=float(rng.uniform(0.25, 2.0)) * GiB,
+                    memory_base_bytes=memory,
                     memory_growth=0.1,
                 ),
             )
         )
         i += 1
-        t += float(rng.exponential(1 / rate))
     return pods
 
 
