@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -27,6 +28,7 @@ import kmock
 import pytest
 
 from loadwise.cli import SUBCOMMANDS
+from tests.deploy.metric_names import exported_families
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -189,6 +191,18 @@ def promtool(name: str, port: int) -> None:
 
 def test_promtool_accepts_the_agent_metrics(agent: int) -> None:
     promtool("agent", agent)
+
+
+def test_the_metric_scan_matches_the_live_agent(agent: int) -> None:
+    """The families tests/deploy/metric_names.py reads from the code are exactly what the agent serves."""
+    text = get(f"http://127.0.0.1:{agent}/metrics").decode()
+    live = {
+        name.removesuffix("_total") if kind == "counter" else name
+        for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M)
+        if not name.endswith("_created")
+    }
+    scanned = {f.name for f in exported_families() if f.where.startswith("agent/")}
+    assert live == scanned
 
 
 def test_promtool_accepts_the_scheduler_metrics(scheduler: int) -> None:
