@@ -138,11 +138,16 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> IntArray:
     total = np.zeros(n, dtype=np.int64)
     explain = ssn.explain is not None
     parts: list[tuple[str, IntArray]] = []
-    for plugin, fn in ssn.enabled("vector_score"):
-        s = np.asarray(fn(task), dtype=np.int64)
-        total += s
-        if explain:
-            parts.append((plugin, s))
+    # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
+    ssn.score_mask = mask
+    try:
+        for plugin, fn in ssn.enabled("vector_score"):
+            s = np.asarray(fn(task), dtype=np.int64)
+            total += s
+            if explain:
+                parts.append((plugin, s))
+    finally:
+        ssn.score_mask = None
     scalar = ssn.enabled("node_order")
     if scalar:
         idx = np.flatnonzero(mask).tolist()

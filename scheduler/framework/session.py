@@ -139,6 +139,8 @@ class Session:
         self.event_handlers: list[EventHandler] = []
         self.plugins: dict[str, Plugin] = {}
         self.action_arguments: Mapping[str, Any] = {}
+        # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
+        self.score_mask: npt.NDArray[np.bool_] | None = None
         self._build(snapshot)
         self._open_plugins()
 
@@ -542,6 +544,13 @@ class Session:
 
     def sorted_tasks(self, tasks: Sequence[TaskInfo]) -> list[TaskInfo]:
         return sorted(tasks, key=functools.cmp_to_key(self.task_order))
+
+    def scoring_mask(self) -> npt.NDArray[np.bool_]:
+        """The nodes the current ``score_nodes`` call scores (every node outside one), for kube's NormalizeScore."""
+        mask = self.score_mask
+        if mask is None or len(mask) != len(self.nodes):
+            return np.ones(len(self.nodes), dtype=np.bool_)
+        return mask
 
     def node_views(self) -> list[NodeView]:
         return [n.view for n in self.nodes]

@@ -1,0 +1,230 @@
+"""nodeaffinity: kube's NodeAffinity (specs/kube-scoring.md §8) on the session, with the ``addedAffinity`` argument.
+
+Filter: ``spec.nodeSelector`` AND the pod's required node-affinity terms AND the configured ``addedAffinity``
+required terms; a mismatch is UnschedulableAndUnresolvable ("node(s) didn't match Pod's node affinity/selector").
+Score: the weights of the matching preferred terms (the pod's and ``addedAffinity``'s) summed and normalised to
+0..100 over the nodes being scored (``100 * s // max``), times the plugin weight.
+
+``addedAffinity`` is a NodeAffinity object, exactly as in kube's ``NodeAffinityArgs``; it lets one scheduler
+profile keep every pod to a set of nodes (the seed's "only nodes labelled cpu=true").  It is validated up front
+with kube's rules so a bad conf is rejected naming the field.
+
+Pods of one workload share selector and affinity, so answers are cached per session by that signature; node label
+sets are evaluated once per distinct set (:class:`~scheduler.predicates.groups.NodeGroups`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import Session
+from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.affinity import (
+    AFFINITY_REASON,
+    LabelSig,
+    affinity_filter,
+    label_groups,
+    preferred_sum,
+    uses_match_fields,
+)
+from scheduler.predicates.groups import NodeGroups
+
+__all__ = ["NAME", "AffinityCheck", "NodeAffinity", "validate_node_affinity"]
+
+NAME = "nodeaffinity"
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _check_requirement(expr: Any, where: str, *, field: bool) -> None:
+    if not isinstance(expr, Mapping):
+        raise ValueError(f"{where}: must be a mapping with key, operator and values")
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values")
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"{where}.key: required")
+    if field and key != "metadata.name":
+        raise ValueError(f"{where}.key: only metadata.name is supported in matchFields, got {key!r}")
+    if op not in _OPERATORS:
+        raise ValueError(f"{where}.operator: {op!r} is not one of {', '.join(_OPERATORS)}")
+    if values is not None and (not isinstance(values, list) or not all(isinstance(v, str | int) for v in values)):
+        raise ValueError(f"{where}.values: must be a list of strings")
+    vals = [str(v) for v in values or []]
+    if op in ("In", "NotIn"):
+        if not vals:
+            raise ValueError(f"{where}.values: must be non-empty for operator {op}")
+        if field and len(vals) != 1:
+            raise ValueError(f"{where}.values: must have exactly one value for matchFields")
+    elif op in ("Exists", "DoesNotExist"):
+        if field:
+            raise ValueError(f"{where}.operator: {op} is not supported in matchFields")
+        if vals:
+            raise ValueError(f"{where}.values: must be empty for operator {op}")
+    else:
+        if field:
+            raise ValueError(f"{where}.operator: {op} is not supported in matchFields")
+        if len(vals) != 1:
+            raise ValueError(f"{where}.values: must have exactly one value for operator {op}")
+        try:
+            int(vals[0])
+        except ValueError:
+            raise ValueError(f"{where}.values[0]: must be an integer for operator {op}, got {vals[0]!r}") from None
+
+
+def _check_term(term: Any, where: str) -> None:
+    if not isinstance(term, Mapping):
+        raise ValueError(f"{where}: must be a mapping with matchExpressions and/or matchFields")
+    unknown = sorted(set(term) - {"matchExpressions", "matchFields"})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown field")
+    for part, is_field in (("matchExpressions", False), ("matchFields", True)):
+        items = term.get(part) or []
+        if not isinstance(items, list):
+            raise ValueError(f"{where}.{part}: must be a list")
+        for k, expr in enumerate(items):
+            _check_requirement(expr, f"{where}.{part}[{k}]", field=is_field)
+
+
+def validate_node_affinity(raw: Any, where: str) -> Mapping[str, Any]:
+    """kube's validation of a NodeAffinity object (as used by ``NodeAffinityArgs.addedAffinity``)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where}: must be a NodeAffinity mapping ({_REQUIRED}, {_PREFERRED})")
+    unknown = sorted(set(raw) - {_REQUIRED, _PREFERRED})
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown field")
+    req = raw.get(_REQUIRED)
+    if req is not None:
+        if not isinstance(req, Mapping) or not isinstance(req.get("nodeSelectorTerms"), list):
+            raise ValueError(f"{where}.{_REQUIRED}.nodeSelectorTerms: required list")
+        terms = req["nodeSelectorTerms"]
+        if not terms:
+            raise ValueError(f"{where}.{_REQUIRED}.nodeSelectorTerms: must have at least one term")
+        for i, term in enumerate(terms):
+            _check_term(term, f"{where}.{_REQUIRED}.nodeSelectorTerms[{i}]")
+    prefs = raw.get(_PREFERRED)
+    if prefs is not None:
+        if not isinstance(prefs, list):
+            raise ValueError(f"{where}.{_PREFERRED}: must be a list")
+        for i, p in enumerate(prefs):
+            at = f"{where}.{_PREFERRED}[{i}]"
+            if not isinstance(p, Mapping):
+                raise ValueError(f"{at}: must be a mapping with weight and preference")
+            w = p.get("weight")
+            if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 100:
+                raise ValueError(f"{at}.weight: must be an integer in 1..100, got {w!r}")
+            _check_term(p.get("preference") or {}, f"{at}.preference")
+    return raw
+
+
+def _signature(pod: PodView) -> str:
+    return json.dumps([sorted(pod.node_selector.items()), pod.affinity.get("nodeAffinity")], sort_keys=True,
+                      default=str)
+
+
+def _normalise(raw: IntArray, mask: BoolArray) -> IntArray:
+    """DefaultNormalizeScore(100, reverse=false) over the scored nodes."""
+    top = int(raw[mask].max()) if mask.any() else 0
+    if top <= 0:
+        return np.zeros(len(raw), dtype=np.int64)
+    return np.where(mask, 100 * raw // top, 0).astype(np.int64)
+
+
+class AffinityCheck:
+    """Per session: node label groups, the ``addedAffinity`` answers (pod-independent) and per-signature caches."""
+
+    def __init__(self, ssn: Session, added: Mapping[str, Any] | None = None) -> None:
+        self.ssn = ssn
+        views = ssn.node_views()
+        self.labels = [v.labels for v in views]
+        self.names = [v.name for v in views]
+        self._groups = label_groups(self.labels, self.names)
+        self._by_name: NodeGroups[LabelSig] | None = None
+        n = len(views)
+        self._required: dict[str, BoolArray] = {}
+        self._preferred: dict[str, IntArray] = {}
+        self.added_mask = np.ones(n, dtype=np.bool_)
+        self.added_preferred = np.zeros(n, dtype=np.int64)
+        if added:
+            wrapped = {"nodeAffinity": dict(added)}
+            if added.get(_REQUIRED) is not None:
+                self.added_mask = affinity_filter({}, wrapped, self._groups_for(wrapped))
+            if added.get(_PREFERRED):
+                self.added_preferred = self._preferred_raw(wrapped)
+
+    def _groups_for(self, affinity: Mapping[str, Any]) -> NodeGroups[LabelSig]:
+        if not uses_match_fields(affinity):
+            return self._groups
+        if self._by_name is None:
+            self._by_name = label_groups(self.labels, self.names, by_name=True)
+        return self._by_name
+
+    def _preferred_raw(self, affinity: Mapping[str, Any]) -> IntArray:
+        groups = self._groups_for(affinity)
+        return groups.evaluate(lambda sig: preferred_sum(affinity, dict(sig[0]), sig[1]), int).astype(np.int64)
+
+    def required(self, pod: PodView) -> BoolArray:
+        """The pod's own nodeSelector and required terms (what PodTopologySpread's nodeAffinityPolicy honours)."""
+        key = _signature(pod)
+        hit = self._required.get(key)
+        if hit is None:
+            hit = affinity_filter(pod.node_selector, pod.affinity, self._groups_for(pod.affinity))
+            self._required[key] = hit
+        return hit
+
+    def passes(self, task: TaskInfo) -> BoolArray:
+        out: BoolArray = self.required(task.pod) & self.added_mask
+        return out
+
+    def filter(self, task: TaskInfo) -> FilterResult:
+        return FilterResult(self.passes(task), default=(Code.UNRESOLVABLE, AFFINITY_REASON))
+
+    def raw_score(self, pod: PodView) -> IntArray:
+        key = _signature(pod)
+        hit = self._preferred.get(key)
+        if hit is None:
+            prefs = (pod.affinity.get("nodeAffinity") or {}).get(_PREFERRED)
+            hit = self._preferred_raw(pod.affinity) if prefs else np.zeros(len(self.names), dtype=np.int64)
+            self._preferred[key] = hit
+        out: IntArray = hit + self.added_preferred
+        return out
+
+    def score(self, task: TaskInfo) -> IntArray:
+        """0..100 per node, normalised over the nodes being scored (0 elsewhere)."""
+        return _normalise(self.raw_score(task.pod), self.ssn.scoring_mask())
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        raw = args.get("addedAffinity")
+        self.added = None if raw is None else validate_node_affinity(raw, f"{NAME} argument addedAffinity")
+        self.weight = args.score_weight()
+
+    def on_session_open(self, ssn: Session) -> None:
+        check = AffinityCheck(ssn, self.added)
+
+        def score(task: TaskInfo) -> IntArray:
+            out: IntArray = check.score(task) * self.weight
+            return out
+
+        ssn.add_vector_predicate_fn(NAME, check.filter)
+        ssn.add_vector_score_fn(NAME, score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> NodeAffinity:
+    return NodeAffinity(args)

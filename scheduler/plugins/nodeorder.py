@@ -1,0 +1,146 @@
+"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (specs/volcano.md §4.8).
+
+Arguments (weights; 0 disables a scorer): ``leastrequested.weight`` 1, ``mostrequested.weight`` 0,
+``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2, ``podaffinity.weight`` 2, ``tainttoleration.weight`` 3,
+``imagelocality.weight`` 1, ``podtopologyspread.weight`` 2.  Each scorer gives 0..100 per node (normalised over
+the nodes being scored where kube normalises), is multiplied by its weight, and the plugin adds the sum raw to the
+other plugins' scores.
+
+* leastrequested / mostrequested: kube's LeastAllocated / MostAllocated over cpu:1, memory:1 with the non-zero
+  request defaults (100m / 200Mi per container without requests);
+* balancedresource: BalancedAllocation as Volcano vendors it (≤ v1.35: the balance with the pod, not its change)
+  over cpu, memory and nvidia.com/gpu (a resource the pod does not request is skipped);
+* nodeaffinity, tainttoleration, podaffinity (``hardPodAffinityWeight`` 1), podtopologyspread (the pod's
+  ScheduleAnyway constraints, else the system defaults) — the standalone plugins' scorers;
+* imagelocality: kube's ImageLocality from the images nodes report in ``status.images`` — per container image
+  present on a node, its size × (nodes having it / all nodes), summed, clamped to 23 MiB .. 1000 MiB × containers
+  and scaled to 0..100.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import Session
+from scheduler.scoring.inputs import scoring_inputs
+from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
+from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy, score_strategy
+
+from .balancedallocation import balanced_scores
+from .interpodaffinity import InterPodAffinityCheck
+from .nodeaffinity import AffinityCheck
+from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
+from .tainttoleration import TaintCheck
+
+__all__ = ["NAME", "NodeOrder", "ImageLocality", "normalized_image_name"]
+
+NAME = "nodeorder"
+IntArray = npt.NDArray[np.int64]
+Scorer = Callable[[TaskInfo], IntArray]
+BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
+MB = 1024 * 1024
+MIN_IMAGE_THRESHOLD = 23 * MB
+MAX_CONTAINER_IMAGE_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """kube's normalisation: an image without a tag (or digest) means ``:latest``."""
+    return name if name.rfind(":") > name.rfind("/") else f"{name}:latest"
+
+
+class ImageLocality:
+    """Per session: for every image some node reports, its size on each node that has it."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.n = len(ssn.nodes)
+        self.sizes: dict[str, IntArray] = {}
+        for i, nd in enumerate(ssn.nodes):
+            for image in (nd.view.raw.get("status") or {}).get("images") or []:
+                size = int(image.get("sizeBytes") or 0)
+                for name in image.get("names") or []:
+                    arr = self.sizes.setdefault(normalized_image_name(str(name)), np.zeros(self.n, dtype=np.int64))
+                    arr[i] = max(int(arr[i]), size)
+
+    @staticmethod
+    def _images(pod: PodView) -> list[str]:
+        spec = pod.raw.get("spec") or {}
+        return [str(c.get("image", "")) for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
+
+    def score(self, task: TaskInfo) -> IntArray:
+        images = self._images(task.pod)
+        total = np.zeros(self.n, dtype=np.int64)
+        if not images or not self.n:
+            return total
+        for image in images:
+            sizes = self.sizes.get(normalized_image_name(image))
+            if sizes is None:
+                continue
+            spread = float(np.count_nonzero(sizes)) / float(self.n)
+            total += (sizes.astype(np.float64) * spread).astype(np.int64)
+        hi = MAX_CONTAINER_IMAGE_THRESHOLD * len(images)
+        clamped = np.clip(total, MIN_IMAGE_THRESHOLD, hi)
+        return (100 * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(np.int64)
+
+
+def _resource_scorer(ssn: Session, strategy: ScoringStrategy) -> Scorer:
+    arr = ssn.arrays
+
+    def score(task: TaskInfo) -> IntArray:
+        alloc, node_req, pod_vec, active = scoring_inputs(strategy.names, task.pod, arr.columns, arr.allocatable,
+                                                          arr.used, arr.nonzero_requested, non_zero=True)
+        return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
+    return score
+
+
+class NodeOrder:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        self.weights: NodeOrderWeights = parse_nodeorder_arguments(dict(args))
+        self.weight = args.score_weight()
+
+    def on_session_open(self, ssn: Session) -> None:
+        w = self.weights
+        parts: list[tuple[int, Scorer]] = []
+        if w.least_requested:
+            parts.append((w.least_requested, _resource_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))))
+        if w.most_requested:
+            parts.append((w.most_requested, _resource_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
+        if w.balanced_resource:
+            parts.append((w.balanced_resource,
+                          lambda task: balanced_scores(ssn, task, BALANCED_RESOURCES, delta=False)))
+        if w.node_affinity:
+            parts.append((w.node_affinity, AffinityCheck(ssn).score))
+        if w.pod_affinity:
+            parts.append((w.pod_affinity, InterPodAffinityCheck(ssn).score))
+        if w.taint_toleration:
+            parts.append((w.taint_toleration, TaintCheck(ssn).score))
+        if w.image_locality:
+            parts.append((w.image_locality, ImageLocality(ssn).score))
+        if w.pod_topology_spread:
+            parts.append((w.pod_topology_spread, SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score))
+        if not parts:
+            return
+
+        def score(task: TaskInfo) -> IntArray:
+            total = np.zeros(len(ssn.nodes), dtype=np.int64)
+            for weight, scorer in parts:
+                total += scorer(task) * weight
+            out: IntArray = total * self.weight
+            return out
+
+        ssn.add_vector_score_fn(NAME, score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> NodeOrder:
+    return NodeOrder(args)

@@ -1,0 +1,402 @@
+"""podtopologyspread: kube's PodTopologySpread on the session, with ``defaultConstraints`` / ``defaultingType``.
+
+Filter (``whenUnsatisfiable: DoNotSchedule``): a node without the topology label is UnschedulableAndUnresolvable;
+otherwise ``count[domain] + selfMatch − minCount > maxSkew`` is Unschedulable.  Counts are the matching, non-
+terminating pods of the pod's namespace on nodes that carry every constraint key and pass the pod's node affinity
+(``nodeAffinityPolicy: Honor``) and, with ``nodeTaintsPolicy: Honor``, its tolerations.
+Score (``ScheduleAnyway``): ``Σ count[domain] · log(domains + 2) + (maxSkew − 1)`` rounded, then normalised so the
+emptiest scored node gets 100; with the pod's own constraints a node lacking any key is ignored (0).
+
+Pods without constraints get the default constraints.  kube derives their selector from the Services and
+controllers selecting the pod; a snapshot holds neither, so the workload is the pods of the namespace carrying the
+same labels (per-pod labels such as a StatefulSet's pod name left out) — the seed sample's notion of "the same
+pod" — and a pod without labels gets no default constraints, as kube does for a pod no workload selects.
+
+The formulas are those of :mod:`scheduler.predicates.spread` evaluated on per-node counts kept by
+:class:`PodIndex`, which the session's allocate/deallocate events keep current, so a pod's spread costs O(nodes)
+instead of a scan of every pod; the tests check both give the same answers.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+from common.selectors import LabelSelector, SelectorError
+from scheduler.framework.api import TaskInfo, TaskStatus, on_node
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import EventHandler, Session
+from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.spread import MISSING_LABEL_REASON, SKEW_REASON, SpreadConstraint, parse_constraints
+from scheduler.predicates.taints import taint_filter
+
+from .nodeaffinity import AffinityCheck
+from .tainttoleration import TaintCheck
+
+__all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "PodIndex", "Constraint", "SpreadCheck",
+           "PodTopologySpread", "parse_default_constraints", "workload_selector"]
+
+NAME = "podtopologyspread"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
+    {"maxSkew": 3, "topologyKey": HOSTNAME, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"},
+)
+# labels that differ between pods of one workload and so must not narrow its default selector
+PER_POD_LABELS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+                            "controller-revision-hash", "batch.kubernetes.io/job-completion-index"})
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+# a pod matches when, for every (namespaces, selector) pair, its namespace is in the set (None: any) and its
+# labels match the selector
+Matcher = tuple[tuple[frozenset[str] | None, LabelSelector], ...]
+
+
+def matcher_matches(matcher: Matcher, pod: PodView) -> bool:
+    return all((ns is None or pod.namespace in ns) and sel.matches(pod.labels) for ns, sel in matcher)
+
+
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    pod: PodView
+    node: int
+    terminating: bool
+
+
+_INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
+
+
+class PodIndex:
+    """The pods on each node during one session — bound, running, releasing, and those this session allocated or
+    pipelined (Volcano adds both to its node infos) — with per-node counts of the pods matching a
+    :data:`Matcher`, built once per distinct matcher and kept current from the session's events.  One index per
+    session, shared by every plugin that needs it (:meth:`of`)."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.n = len(ssn.nodes)
+        self._index = {nd.name: i for i, nd in enumerate(ssn.nodes)}
+        self._placed: dict[str, _Placed] = {}
+        self.pod_count = np.zeros(self.n, dtype=np.int64)
+        self._counts: dict[Matcher, tuple[IntArray, IntArray]] = {}  # all pods, non-terminating pods
+        self.with_affinity: dict[str, _Placed] = {}
+        self.with_host_ports: dict[str, _Placed] = {}
+        for nd in ssn.nodes:
+            for task in nd.tasks.values():
+                self.sync(task)
+        ssn.add_event_handler(EventHandler(self.sync, self.sync))
+
+    @classmethod
+    def of(cls, ssn: Session) -> PodIndex:
+        index = _INDEXES.get(ssn)
+        if index is None:
+            index = cls(ssn)
+            _INDEXES[ssn] = index
+        return index
+
+    def sync(self, task: TaskInfo) -> None:
+        """Bring the index in line with where the task is now (called on every allocate/deallocate event)."""
+        idx = self._index.get(task.node_name) if task.node_name else None
+        if idx is not None and not (on_node(task.status) or task.status is TaskStatus.PIPELINED):
+            idx = None
+        prev = self._placed.get(task.uid)
+        terminating = task.status is TaskStatus.RELEASING or task.pod.deleting
+        if prev is not None and idx == prev.node and terminating == prev.terminating:
+            return
+        if prev is not None:
+            self._apply(task.uid, prev, -1)
+            del self._placed[task.uid]
+        if idx is not None:
+            placed = _Placed(task.pod, idx, terminating)
+            self._placed[task.uid] = placed
+            self._apply(task.uid, placed, 1)
+
+    def _apply(self, uid: str, p: _Placed, delta: int) -> None:
+        self.pod_count[p.node] += delta
+        for matcher, (every, live) in self._counts.items():
+            if matcher_matches(matcher, p.pod):
+                every[p.node] += delta
+                if not p.terminating:
+                    live[p.node] += delta
+        if p.pod.affinity.get("podAffinity") or p.pod.affinity.get("podAntiAffinity"):
+            if delta > 0:
+                self.with_affinity[uid] = p
+            else:
+                self.with_affinity.pop(uid, None)
+        if _has_host_ports(p.pod):
+            if delta > 0:
+                self.with_host_ports[uid] = p
+            else:
+                self.with_host_ports.pop(uid, None)
+
+    def counts(self, matcher: Matcher, *, include_terminating: bool) -> IntArray:
+        """Per node, the number of pods matching ``matcher`` (terminating ones too when asked)."""
+        hit = self._counts.get(matcher)
+        if hit is None:
+            every = np.zeros(self.n, dtype=np.int64)
+            live = np.zeros(self.n, dtype=np.int64)
+            for p in self._placed.values():
+                if matcher_matches(matcher, p.pod):
+                    every[p.node] += 1
+                    if not p.terminating:
+                        live[p.node] += 1
+            hit = (every, live)
+            self._counts[matcher] = hit
+        return hit[0] if include_terminating else hit[1]
+
+
+def _has_host_ports(pod: PodView) -> bool:
+    spec = pod.raw.get("spec") or {}
+    return any(int(port.get("hostPort") or 0) > 0 for c in spec.get("containers") or []
+               for port in c.get("ports") or [])
+
+
+# ---- constraints -------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    spec: SpreadConstraint
+    honor_affinity: bool = True   # nodeAffinityPolicy (default Honor)
+    honor_taints: bool = False    # nodeTaintsPolicy (default Ignore)
+
+
+def workload_selector(pod: PodView) -> LabelSelector:
+    """The selector of "the pods of this workload" for default constraints (see the module docstring)."""
+    labels = {k: v for k, v in pod.labels.items() if k not in PER_POD_LABELS}
+    return LabelSelector.parse({"matchLabels": labels}) if labels else LabelSelector()
+
+
+def _pod_constraints(pod: PodView) -> list[Constraint]:
+    raw = (pod.raw.get("spec") or {}).get("topologySpreadConstraints") or []
+    out = []
+    for i, c in enumerate(raw):
+        c = dict(c)
+        keys = [k for k in c.get("matchLabelKeys") or [] if k in pod.labels]
+        if keys:  # matchLabelKeys: the pod's values for those keys join the selector
+            sel = dict(c.get("labelSelector") or {})
+            sel["matchExpressions"] = [*(sel.get("matchExpressions") or []),
+                                       *({"key": k, "operator": "In", "values": [pod.labels[k]]} for k in keys)]
+            c["labelSelector"] = sel
+        (spec,) = parse_constraints([c], where=f"Pod {pod.key} spec.topologySpreadConstraints[{i}]")
+        out.append(Constraint(spec, c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+                              c.get("nodeTaintsPolicy", "Ignore") == "Honor"))
+    return out
+
+
+def parse_default_constraints(raw: Any, defaulting_type: Any, where: str) -> tuple[tuple[Mapping[str, Any], ...], bool]:
+    """kube's PodTopologySpreadArgs: (constraints, system_defaulted).  ``defaultingType`` defaults to ``List`` when
+    constraints are given and ``System`` otherwise; ``System`` requires no constraints; defaults carry no selector."""
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}.defaultConstraints: must be a list")
+    if defaulting_type is None or defaulting_type == "":
+        defaulting_type = "List" if raw else "System"
+    if defaulting_type not in ("System", "List"):
+        raise ValueError(f"{where}.defaultingType: must be System or List, got {defaulting_type!r}")
+    if defaulting_type == "System":
+        if raw:
+            raise ValueError(f"{where}.defaultConstraints: must be empty when defaultingType is System")
+        return SYSTEM_DEFAULT_CONSTRAINTS, True
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for i, c in enumerate(raw):
+        at = f"{where}.defaultConstraints[{i}]"
+        if not isinstance(c, Mapping):
+            raise ValueError(f"{at}: must be a mapping")
+        skew = c.get("maxSkew")
+        if isinstance(skew, bool) or not isinstance(skew, int) or skew <= 0:
+            raise ValueError(f"{at}.maxSkew: must be a positive integer, got {skew!r}")
+        key = c.get("topologyKey")
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{at}.topologyKey: required")
+        when = c.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ValueError(f"{at}.whenUnsatisfiable: must be DoNotSchedule or ScheduleAnyway, got {when!r}")
+        if c.get("labelSelector") is not None:
+            raise ValueError(f"{at}.labelSelector: default constraints must not define a selector, it is deduced "
+                             "for each pod")
+        if (key, when) in seen:
+            raise ValueError(f"{at}: duplicate topologyKey {key!r} with whenUnsatisfiable {when}")
+        seen.add((key, when))
+        out.append(dict(c))
+    return tuple(out), False
+
+
+def _round_half_up(x: npt.NDArray[np.float64]) -> IntArray:
+    """math.Round on non-negative values."""
+    return np.floor(x + 0.5).astype(np.int64)
+
+
+class SpreadCheck:
+    """Per session: topology domain ids per key and the constraints' filter and score over :class:`PodIndex`."""
+
+    def __init__(self, ssn: Session, defaults: Sequence[Mapping[str, Any]], system_defaulted: bool,
+                 affinity: AffinityCheck | None = None, taints: TaintCheck | None = None) -> None:
+        self.ssn = ssn
+        self.index = PodIndex.of(ssn)
+        self.defaults = tuple(defaults)
+        self.system_defaulted = system_defaulted
+        self.labels = [n.view.labels for n in ssn.nodes]
+        self._domains: dict[str, tuple[IntArray, int]] = {}
+        self._affinity = affinity
+        self._taints = taints
+        self._constraints: dict[str, tuple[list[Constraint], bool]] = {}
+
+    # -- helpers --
+
+    def domains(self, key: str) -> tuple[IntArray, int]:
+        hit = self._domains.get(key)
+        if hit is None:
+            ids: dict[str, int] = {}
+            arr = np.full(len(self.labels), -1, dtype=np.int64)
+            for i, lb in enumerate(self.labels):
+                if key in lb:
+                    arr[i] = ids.setdefault(lb[key], len(ids))
+            hit = (arr, len(ids))
+            self._domains[key] = hit
+        return hit
+
+    def constraints(self, task: TaskInfo) -> tuple[list[Constraint], bool]:
+        """The pod's constraints (or the defaults) and whether they are the system defaults."""
+        hit = self._constraints.get(task.uid)
+        if hit is None:
+            own = _pod_constraints(task.pod)
+            if own:
+                hit = (own, False)
+            else:
+                sel = workload_selector(task.pod)
+                specs = [] if sel.empty else [
+                    Constraint(SpreadConstraint(int(c["maxSkew"]), str(c["topologyKey"]),
+                                                c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule", sel,
+                                                int(c.get("minDomains", 1) or 1)))
+                    for c in self.defaults]
+                hit = (specs, self.system_defaulted)
+            self._constraints[task.uid] = hit
+        return hit
+
+    def _eligible(self, pod: PodView, c: Constraint) -> BoolArray:
+        mask = np.ones(len(self.labels), dtype=np.bool_)
+        if c.honor_affinity:
+            if self._affinity is None:
+                self._affinity = AffinityCheck(self.ssn)
+            mask &= self._affinity.required(pod)
+        if c.honor_taints:
+            if self._taints is None:
+                self._taints = TaintCheck(self.ssn)
+            mask &= taint_filter(self._taints.groups, pod.tolerations)
+        return mask
+
+    def _has_all(self, cons: Sequence[Constraint]) -> BoolArray:
+        out = np.ones(len(self.labels), dtype=np.bool_)
+        for c in cons:
+            out &= self.domains(c.spec.topology_key)[0] >= 0
+        return out
+
+    def _per_node(self, pod: PodView, c: Constraint) -> IntArray:
+        return self.index.counts(((frozenset({pod.namespace}), c.spec.selector),), include_terminating=False)
+
+    # -- filter --
+
+    def filter(self, task: TaskInfo) -> FilterResult:
+        n = len(self.labels)
+        try:
+            cons, _ = self.constraints(task)
+        except (ValueError, SelectorError) as exc:
+            return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
+        hard = [c for c in cons if c.spec.hard]
+        ok = np.ones(n, dtype=np.bool_)
+        reasons: dict[int, list[tuple[Code, str]]] = {}
+        if not hard:
+            return FilterResult(ok)
+        pod = task.pod
+        has_all = self._has_all(hard)
+        for c in hard:
+            ids, ndom = self.domains(c.spec.topology_key)
+            counting = has_all & self._eligible(pod, c)
+            dom = np.bincount(ids[counting], weights=self._per_node(pod, c)[counting], minlength=ndom).astype(np.int64)
+            present = np.unique(ids[counting])
+            min_count = int(dom[present].min()) if present.size else 0
+            if present.size < c.spec.min_domains:
+                min_count = 0
+            self_match = 1 if c.spec.selector.matches(pod.labels) else 0
+            missing = ids < 0
+            skew = np.where(missing, 0, dom[np.maximum(ids, 0)] + self_match - min_count) if ndom else 0
+            bad = ~missing & (skew > c.spec.max_skew)
+            for i in np.flatnonzero(ok & missing).tolist():
+                reasons[i] = [(Code.UNRESOLVABLE, MISSING_LABEL_REASON)]
+            for i in np.flatnonzero(ok & bad).tolist():
+                reasons[i] = [(Code.UNSCHEDULABLE, SKEW_REASON)]
+            ok &= ~missing & ~bad
+        return FilterResult(ok, reasons)
+
+    # -- score --
+
+    def score(self, task: TaskInfo) -> IntArray:
+        """0..100 per node, normalised over the nodes being scored (0 elsewhere and on ignored nodes)."""
+        n = len(self.labels)
+        try:
+            cons, system = self.constraints(task)
+        except (ValueError, SelectorError):
+            return np.zeros(n, dtype=np.int64)
+        soft = [c for c in cons if not c.spec.hard]
+        if not soft:
+            return np.zeros(n, dtype=np.int64)
+        pod = task.pod
+        mask = self.ssn.scoring_mask()
+        has_all = self._has_all(soft)
+        require_all = not system
+        ignored = mask & ~has_all if require_all else np.zeros(n, dtype=np.bool_)
+        scored = mask & ~ignored
+        raw = np.zeros(n, dtype=np.float64)
+        for c in soft:
+            ids, ndom = self.domains(c.spec.topology_key)
+            if c.spec.topology_key == HOSTNAME:
+                size = int(scored.sum())
+            else:
+                size = int(np.unique(ids[scored & (ids >= 0)]).size)
+            weight = math.log(size + 2)
+            counting = self._eligible(pod, c) & (has_all if require_all else ids >= 0)
+            dom = np.bincount(ids[counting], weights=self._per_node(pod, c)[counting], minlength=ndom)
+            raw += np.where(ids >= 0, dom[np.maximum(ids, 0)] * weight + (c.spec.max_skew - 1), 0.0) if ndom else 0.0
+        scores = _round_half_up(raw)
+        if not scored.any():
+            return np.zeros(n, dtype=np.int64)
+        hi, lo = int(scores[scored].max()), int(scores[scored].min())
+        if hi == 0:
+            return np.where(scored, 100, 0).astype(np.int64)
+        return np.where(scored, 100 * (hi + lo - scores) // hi, 0).astype(np.int64)
+
+
+class PodTopologySpread:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        self.defaults, self.system = parse_default_constraints(args.get("defaultConstraints"),
+                                                               args.get("defaultingType"), f"{NAME} argument")
+        self.weight = args.score_weight()
+
+    def on_session_open(self, ssn: Session) -> None:
+        check = SpreadCheck(ssn, self.defaults, self.system)
+
+        def score(task: TaskInfo) -> IntArray:
+            out: IntArray = check.score(task) * self.weight
+            return out
+
+        ssn.add_vector_predicate_fn(NAME, check.filter)
+        ssn.add_vector_score_fn(NAME, score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> PodTopologySpread:
+    return PodTopologySpread(args)

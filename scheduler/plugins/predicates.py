@@ -1,0 +1,164 @@
+"""predicates: Volcano's wrapper of kube-scheduler filters (specs/volcano.md §4.7).
+
+Per node, in Volcano's order:
+1. pod count — Unschedulable "node(s) pod number exceeded" when ``allocatable.pods ≤`` the pods already there
+   (pipelined ones included, as Volcano's node infos hold them); reported but does not stop the checks;
+2. the stable filters, each stopping the checks on failure (UnschedulableAndUnresolvable): NodeUnschedulable
+   ("node(s) were unschedulable", unless the pod tolerates the ``node.kubernetes.io/unschedulable`` taint),
+   NodeAffinity (nodeSelector + required node affinity), TaintToleration (NoSchedule/NoExecute);
+3. NodePorts ("node(s) didn't have free ports for the requested pod ports"), InterPodAffinity and
+   PodTopologySpread (the pod's DoNotSchedule constraints; the system defaults are ScheduleAnyway and only score),
+   each reported and stopping the checks unless it is plain Unschedulable.
+
+Arguments (lenient, default true): ``predicate.NodeAffinityEnable``, ``predicate.NodePortsEnable``,
+``predicate.TaintTolerationEnable``, ``predicate.PodAffinityEnable``, ``predicate.PodTopologySpreadEnable``.
+Volcano's volume, DRA and equivalence-cache switches (``predicate.NodeVolumeLimitsEnable``,
+``predicate.VolumeZoneEnable``, ``predicate.VolumeBindingEnable``, ``predicate.DynamicResourceAllocationEnable``,
+``predicate.CacheEnable``) are accepted so Volcano confs load; the session models no volumes or devices, so they
+change nothing.  Resource fit is not checked here: the actions (and ``noderesources``) do it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+from common.resources import PODS
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import Session
+from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.affinity import AFFINITY_REASON
+from scheduler.predicates.taints import UNTOLERATED_REASON, tolerates
+
+from .interpodaffinity import InterPodAffinityCheck
+from .nodeaffinity import AffinityCheck
+from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck
+from .tainttoleration import TaintCheck
+
+__all__ = ["NAME", "UNSCHEDULABLE_REASON", "POD_NUMBER_REASON", "PORTS_REASON", "Predicates", "host_ports",
+           "ports_conflict"]
+
+NAME = "predicates"
+UNSCHEDULABLE_REASON = "node(s) were unschedulable"
+POD_NUMBER_REASON = "node(s) pod number exceeded"
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+ENABLE_KEYS = ("predicate.NodeAffinityEnable", "predicate.NodePortsEnable", "predicate.TaintTolerationEnable",
+               "predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable")
+ACCEPTED_KEYS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
+                 "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable")
+BoolArray = npt.NDArray[np.bool_]
+HostPort = tuple[str, str, int]  # host IP, protocol, port
+ANY_IP = "0.0.0.0"
+
+
+def host_ports(pod: PodView) -> list[HostPort]:
+    """The host ports the pod's containers ask for (IP defaults to 0.0.0.0, protocol to TCP)."""
+    out = []
+    for c in (pod.raw.get("spec") or {}).get("containers") or []:
+        for p in c.get("ports") or []:
+            port = int(p.get("hostPort") or 0)
+            if port > 0:
+                out.append((str(p.get("hostIP") or ANY_IP), str(p.get("protocol") or "TCP"), port))
+    return out
+
+
+def ports_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> bool:
+    """kube's HostPortInfo conflict: same protocol and port, and the same IP or either side on 0.0.0.0."""
+    taken = set(used)
+    by_port = {(proto, port) for _, proto, port in taken}
+    for ip, proto, port in wanted:
+        if ip == ANY_IP:
+            if (proto, port) in by_port:
+                return True
+        elif (ip, proto, port) in taken or (ANY_IP, proto, port) in taken:
+            return True
+    return False
+
+
+class _Collector:
+    """Per-node reasons in check order; a node stops collecting after a status that aborts (not Unschedulable)."""
+
+    def __init__(self, n: int) -> None:
+        self.reasons: dict[int, list[tuple[Code, str]]] = {}
+        self.stopped = np.zeros(n, dtype=np.bool_)
+        self.failed = np.zeros(n, dtype=np.bool_)
+
+    def add(self, failing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
+        for i in np.flatnonzero(failing & ~self.stopped).tolist():
+            found = [result] if isinstance(result, tuple) else (result.reasons.get(i) or [result.default])
+            self.reasons.setdefault(i, []).extend(found)
+            if any(code is not Code.UNSCHEDULABLE for code, _ in found):
+                self.stopped[i] = True
+        self.failed |= failing
+
+    def result(self) -> FilterResult:
+        return FilterResult(~self.failed, self.reasons)
+
+
+class Predicates:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        for key in (*ENABLE_KEYS, *ACCEPTED_KEYS):
+            v = args.get(key)
+            if v is not None and not isinstance(v, bool | str):
+                raise ValueError(f"{NAME} argument {key}: must be true or false, got {v!r}")
+        self.node_affinity = args.get_bool("predicate.NodeAffinityEnable", True)
+        self.node_ports = args.get_bool("predicate.NodePortsEnable", True)
+        self.taints = args.get_bool("predicate.TaintTolerationEnable", True)
+        self.pod_affinity = args.get_bool("predicate.PodAffinityEnable", True)
+        self.spread = args.get_bool("predicate.PodTopologySpreadEnable", True)
+
+    def on_session_open(self, ssn: Session) -> None:
+        n = len(ssn.nodes)
+        index = PodIndex.of(ssn)
+        arr = ssn.arrays
+        max_pods = arr.allocatable[:, arr.col[PODS]] if PODS in arr.col else np.zeros(n, dtype=np.int64)
+        cordoned = np.array([nd.view.unschedulable for nd in ssn.nodes], dtype=np.bool_)
+        affinity = AffinityCheck(ssn) if self.node_affinity else None
+        taints = TaintCheck(ssn) if self.taints else None
+        spread = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True, affinity, taints) if self.spread else None
+        pod_affinity = InterPodAffinityCheck(ssn, spread=spread) if self.pod_affinity else None
+
+        def predicate(task: TaskInfo) -> FilterResult:
+            pod = task.pod
+            out = _Collector(n)
+            out.add(max_pods <= index.pod_count, (Code.UNSCHEDULABLE, POD_NUMBER_REASON))
+            if cordoned.any() and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+                out.add(cordoned, (Code.UNRESOLVABLE, UNSCHEDULABLE_REASON))
+            if affinity is not None:
+                out.add(~affinity.required(pod), (Code.UNRESOLVABLE, AFFINITY_REASON))
+            if taints is not None:
+                out.add(~taints.passes(task), (Code.UNRESOLVABLE, UNTOLERATED_REASON))
+            if self.node_ports:
+                wanted = host_ports(pod)
+                if wanted and index.with_host_ports:
+                    used: dict[int, list[HostPort]] = {}
+                    for placed in index.with_host_ports.values():
+                        used.setdefault(placed.node, []).extend(host_ports(placed.pod))
+                    clash = np.zeros(n, dtype=np.bool_)
+                    for i, ports in used.items():
+                        clash[i] = ports_conflict(wanted, ports)
+                    out.add(clash, (Code.UNSCHEDULABLE, PORTS_REASON))
+            if pod_affinity is not None:
+                res = pod_affinity.filter(task)
+                out.add(~res.passed, res)
+            if spread is not None:
+                res = spread.filter(task)
+                out.add(~res.passed, res)
+            return out.result()
+
+        ssn.add_vector_predicate_fn(NAME, predicate)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> Predicates:
+    return Predicates(args)

@@ -1,0 +1,70 @@
+"""tainttoleration: kube's TaintToleration (specs/kube-scoring.md §8) on the session.
+
+Filter: the first NoSchedule/NoExecute taint the pod does not tolerate makes the node UnschedulableAndUnresolvable
+("node(s) had untolerated taint(s)": evicting pods cannot remove a taint).  Score: the number of untolerated
+PreferNoSchedule taints, reverse-normalised over the nodes being scored (fewest → 100), times the plugin weight.
+
+Taints are the same for many nodes, so the nodes are grouped by taint set once per session and a pod's
+tolerations are checked once per distinct set.  :class:`TaintCheck` is shared with ``predicates`` and ``nodeorder``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.framework.api import TaskInfo
+from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.session import Session
+from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.groups import NodeGroups
+from scheduler.predicates.taints import UNTOLERATED_REASON, Taint, node_taints, taint_filter, taint_score
+
+__all__ = ["NAME", "TaintCheck", "TaintToleration"]
+
+NAME = "tainttoleration"
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class TaintCheck:
+    """Per session: the nodes grouped by taint set."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.groups: NodeGroups[tuple[Taint, ...]] = NodeGroups([node_taints(n.view) for n in ssn.nodes])
+
+    def passes(self, task: TaskInfo) -> BoolArray:
+        return taint_filter(self.groups, task.pod.tolerations)
+
+    def filter(self, task: TaskInfo) -> FilterResult:
+        return FilterResult(self.passes(task), default=(Code.UNRESOLVABLE, UNTOLERATED_REASON))
+
+    def score(self, task: TaskInfo) -> IntArray:
+        """0..100 per node, normalised over the nodes being scored (0 elsewhere)."""
+        return taint_score(self.groups, task.pod.tolerations, self.ssn.scoring_mask())
+
+
+class TaintToleration:
+    name = NAME
+
+    def __init__(self, args: Arguments) -> None:
+        self.weight = args.score_weight()
+
+    def on_session_open(self, ssn: Session) -> None:
+        check = TaintCheck(ssn)
+
+        def score(task: TaskInfo) -> IntArray:
+            out: IntArray = check.score(task) * self.weight
+            return out
+
+        ssn.add_vector_predicate_fn(NAME, check.filter)
+        ssn.add_vector_score_fn(NAME, score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        return None
+
+
+@register_plugin(NAME)
+def _build(args: Arguments) -> TaintToleration:
+    return TaintToleration(args)
