@@ -1,0 +1,39 @@
+"""Conf builders and explain readers for the node-plugin scenario tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scheduler.framework.session import Session
+
+
+def conf(*plugins: str | tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int],
+         actions: str = "allocate, backfill") -> str:
+    """One tier holding ``plugins`` (a name, or (name, arguments[, weight])); arguments are written as JSON."""
+    lines = [f'actions: "{actions}"', "tiers:", "- plugins:"]
+    for p in plugins:
+        if isinstance(p, str):
+            lines.append(f"  - name: {p}")
+            continue
+        lines.append(f"  - name: {p[0]}")
+        lines.append(f"    arguments: {json.dumps(p[1])}")
+        if len(p) == 3:
+            lines.append(f"    weight: {p[2]}")
+    return "\n".join(lines) + "\n"
+
+
+def scores(ssn: Session, pod_key: str, plugin: str) -> dict[str, int]:
+    """The plugin's weighted score per scored node, as ``explain`` recorded it for the pod."""
+    assert ssn.explain is not None
+    return {node: s[plugin] for node, s in ssn.explain[pod_key].scores.items()}
+
+
+def message(ssn: Session, pod_key: str) -> str:
+    assert ssn.explain is not None
+    return ssn.explain[pod_key].message
+
+
+def filters(ssn: Session, pod_key: str) -> dict[str, dict[str, str]]:
+    assert ssn.explain is not None
+    return ssn.explain[pod_key].filter
