@@ -12,7 +12,8 @@ import pytest
 from common.config import ConfigError
 from scheduler.plugins.interpodaffinity import InterPodAffinityCheck
 from scheduler.predicates.podaffinity import pod_affinity_filter
-from tests.scheduler.factories import conf as parse, node, pod, run, session
+from tests.scheduler.factories import conf as parse
+from tests.scheduler.factories import node, pod, run, session
 
 from .helpers import conf, filters, message, scores
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from common.config import ConfigError
-from tests.scheduler.factories import conf as parse, node, pod, run
+from tests.scheduler.factories import conf as parse
+from tests.scheduler.factories import node, pod, run
 
 from .helpers import conf, filters, message, scores
 

@@ -15,7 +15,8 @@ from common.config import ConfigError
 from scheduler.framework.statement import Statement
 from scheduler.plugins.podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck
 from scheduler.predicates.spread import parse_constraints, spread_filter, spread_score
-from tests.scheduler.factories import conf as parse, node, pod, run, session
+from tests.scheduler.factories import conf as parse
+from tests.scheduler.factories import node, pod, run, session
 
 from .helpers import conf, message, scores
 
