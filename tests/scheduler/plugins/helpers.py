@@ -5,7 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from common.clock import to_rfc3339
 from scheduler.framework.session import Session
+from tests.scheduler.factories import T0
+
+NOW = T0 + 60  # the clock of tests.scheduler.factories.run()
+GI = 1024**3
+
+
+def metric(name: str, cpu_m: int, mem_gi: float, *, age: float = 30.0, avg10m: tuple[int, float] | None = None,
+           ) -> dict[str, Any]:
+    """A NodeMetric object reporting ``cpu_m`` millicores and ``mem_gi`` GiB in use, ``age`` seconds before NOW."""
+    nm: dict[str, Any] = {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": str(int(mem_gi * GI))}}}
+    if avg10m is not None:
+        nm["aggregatedNodeUsages"] = [{"duration": "10m", "usage": {"avg": {"resources": {
+            "cpu": f"{avg10m[0]}m", "memory": str(int(avg10m[1] * GI))}}}}]
+    return {"apiVersion": "slo.loadwise.io/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name}, "spec": {},
+            "status": {"updateTime": to_rfc3339(NOW - age), "nodeMetric": nm}}
 
 
 def conf(*plugins: str | tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], int],

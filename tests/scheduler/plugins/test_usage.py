@@ -9,20 +9,7 @@ from typing import Any
 from common.clock import to_rfc3339
 from tests.scheduler.factories import T0, node, pod, run
 
-from .helpers import conf, message, scores
-
-NOW = T0 + 60  # run()'s default clock
-GI = 1024**3
-
-
-def metric(name: str, cpu_m: int, mem_gi: float, *, age: float = 30.0, avg10m: tuple[int, float] | None = None,
-           ) -> dict[str, Any]:
-    nm: dict[str, Any] = {"nodeUsage": {"resources": {"cpu": f"{cpu_m}m", "memory": str(int(mem_gi * GI))}}}
-    if avg10m is not None:
-        nm["aggregatedNodeUsages"] = [{"duration": "10m", "usage": {"avg": {"resources": {
-            "cpu": f"{avg10m[0]}m", "memory": str(int(avg10m[1] * GI))}}}}]
-    return {"apiVersion": "slo.loadwise.io/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name}, "spec": {},
-            "status": {"updateTime": to_rfc3339(NOW - age), "nodeMetric": nm}}
+from .helpers import NOW, conf, message, metric, scores
 
 
 def big(name: str, cpu: str = "10") -> dict[str, Any]:
