@@ -21,8 +21,11 @@ from tests.deploy.kustomize import DEPLOY
 
 ROOT = DEPLOY.parent
 DOCS = ROOT / "docs"
-# variables that hold a plugin's raw argument map (or a nested map of it) in the argument readers
-_ARG_MAPS = {"raw", "args", "arguments", "agg_raw", "est", "thresholds"}
+# the plugin's Arguments object anywhere, and the raw argument maps (or nested maps of them) inside the
+# argument-parsing modules; elsewhere ``raw`` may well be a pod's affinity term, which is not an argument
+_ARGS = {"args", "arguments"}
+_ARG_MAPS = {"raw", "agg_raw", "est", "thresholds"}
+_ARG_MODULES = ("scheduler/loadaware/args.py", "scheduler/batch/args.py", "scheduler/scoring/")
 _NOT_ARGUMENTS = {"name", "arguments", "weight", "enableHierarchy", "cpu", "mem", "memory"}
 
 
@@ -36,6 +39,8 @@ def plugin_argument_keys() -> dict[str, str]:
     for path in sorted((ROOT / "scheduler").rglob("*.py")):
         if path.parent.name == "conf":
             continue
+        rel = str(path.relative_to(ROOT))
+        maps = _ARGS | (_ARG_MAPS if rel.startswith(_ARG_MODULES) else set())
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call):
                 continue
@@ -44,15 +49,15 @@ def plugin_argument_keys() -> dict[str, str]:
             if (
                 isinstance(f, ast.Attribute)
                 and isinstance(f.value, ast.Name)
-                and f.value.id in _ARG_MAPS
+                and f.value.id in maps
                 and f.attr in ("get", "get_int", "get_float", "get_bool")
                 and node.args
             ):
                 key = node.args[0]
-            elif len(node.args) > 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in _ARG_MAPS:
+            elif len(node.args) > 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in maps:
                 key = node.args[1]
             if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in _NOT_ARGUMENTS:
-                out.setdefault(key.value, f"{path.relative_to(ROOT)}:{node.lineno}")
+                out.setdefault(key.value, f"{rel}:{node.lineno}")
     out.update({k: "scheduler/scoring/nodeorder.py" for k in nodeorder._KEYS})
     return out
 
