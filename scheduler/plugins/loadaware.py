@@ -1,16 +1,32 @@
 """loadaware: Koordinator's LoadAwareScheduling on our session (specs/koordinator.md §1): filter nodes whose real
 usage plus the estimated usage of pods placed but not yet in metrics would exceed the thresholds, and score nodes
 by their remaining real capacity.  Allocations made in this session are reserved in the plugin's assigned-pod
-cache at once, so several pods placed in one session see each other."""
+cache at once, so several pods placed in one session see each other.
+
+Waterline-aware filtering (``respectWaterlines``, default on): the agent evicts or throttles pods once a node's
+usage crosses a WaterlinePolicy waterline, so placing a pod that lifts the node above it only starts an evict →
+reschedule loop.  The effective threshold of a node is therefore also capped at the lowest eviction/throttle
+waterline of the policies that select it, minus ``waterlineMargin``.  The session gets the policies as
+``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
+agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
+cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from common.config import ConfigError
+from common.objects import NodeView
 from common.qos import PriorityClass
+from common.resources import CPU, MEMORY
+from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
@@ -21,12 +37,76 @@ from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.snapshot import open_state
 
-__all__ = ["LoadAware", "WATERLINE_PERCENT_KEY"]
+__all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
 
 NAME = "loadaware"
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
+# Snapshot.extra key: the WaterlinePolicy objects in force (views or raw dicts)
+WATERLINE_POLICIES_KEY = "waterline_policies"
 IntArray = npt.NDArray[np.int64]
+# waterline metric -> (resource, whether the value is already a percent); usage values are in the agent's units
+# (cpu millicores, memory bytes) and become a percent of the node's capacity
+_WATERLINE_METRICS = {"cpu_total_utilization": (CPU, True), "memory_total_utilization": (MEMORY, True),
+                      "cpu_total_usage": (CPU, False), "memory_total_usage": (MEMORY, False)}
+
+
+@dataclass(frozen=True, slots=True)
+class WaterlineSource:
+    """The waterline that caps one node's threshold for one resource (before the margin)."""
+
+    policy: str
+    rule: str
+    metric: str
+    percent: int
+
+
+def _policies(raw: Any) -> list[WaterlinePolicy]:
+    out: list[WaterlinePolicy] = []
+    if not isinstance(raw, Iterable) or isinstance(raw, str | bytes | Mapping):
+        return out
+    for item in raw:
+        if isinstance(item, WaterlinePolicy):
+            out.append(item)
+        elif isinstance(item, Mapping):
+            try:
+                out.append(WaterlinePolicy.parse(item))
+            except (ConfigError, ValueError):
+                continue
+    return out
+
+
+def waterline_percents(policies: Iterable[WaterlinePolicy], nodes: Sequence[NodeView],
+                       resource_names: Sequence[str]) -> tuple[IntArray, list[dict[str, WaterlineSource]]]:
+    """Per node and resource the lowest eviction/throttle waterline (whole percent, rounded down; 0 = none) of the
+    policies selecting the node, and where each came from.  Preview rules and rules that only disable scheduling
+    never evict or throttle, so they set no cap."""
+    col = {r: j for j, r in enumerate(resource_names)}
+    out = np.zeros((len(nodes), len(resource_names)), dtype=np.int64)
+    sources: list[dict[str, WaterlineSource]] = [{} for _ in nodes]
+    rules = [(p, r) for p in policies for r in p.rules
+             if not r.preview and (r.action.throttle is not None or r.action.eviction is not None)
+             and r.metric.name in _WATERLINE_METRICS]
+    for i, node in enumerate(nodes):
+        for policy, rule in rules:
+            if not policy.applies_to(node.labels):
+                continue
+            resource, is_percent = _WATERLINE_METRICS[rule.metric.name]
+            j = col.get(resource)
+            if j is None:
+                continue
+            if is_percent:
+                pct = rule.metric.value
+            else:
+                cap = node.capacity.get(resource, 0)
+                if cap <= 0:
+                    continue
+                pct = rule.metric.value * 100 / cap
+            whole = max(math.floor(pct), 1)
+            if out[i, j] == 0 or whole < out[i, j]:
+                out[i, j] = whole
+                sources[i][resource] = WaterlineSource(policy.name, rule.name, rule.metric.name, whole)
+    return out, sources
 
 
 class LoadAware:
@@ -37,6 +117,7 @@ class LoadAware:
         self.weight = args.score_weight()
         self.state: LoadAwareState | None = None
         self._estimates: dict[str, IntArray] = {}
+        self.waterline_sources: list[dict[str, WaterlineSource]] = []
 
     def estimate(self, task: TaskInfo) -> IntArray:
         est = self._estimates.get(task.uid)
@@ -51,8 +132,12 @@ class LoadAware:
         on_nodes = [t.pod for n in ssn.nodes for t in n.tasks.values()
                     if t.status not in (TaskStatus.PIPELINED, TaskStatus.ALLOCATED)]
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
-        state = open_state(self.args, ssn.node_views(), on_nodes, ssn.snapshot.node_metrics, ssn.now,
-                           extra if isinstance(extra, np.ndarray) else None)
+        percent = extra if isinstance(extra, np.ndarray) else None
+        self.waterline_sources = []
+        policies = _policies(ssn.snapshot.extra.get(WATERLINE_POLICIES_KEY))
+        if percent is None and policies and self.args.respect_waterlines:
+            percent, self.waterline_sources = waterline_percents(policies, ssn.node_views(), self.args.resource_names)
+        state = open_state(self.args, ssn.node_views(), on_nodes, ssn.snapshot.node_metrics, ssn.now, percent)
         self.state = state
 
         def predicate(task: TaskInfo) -> FilterResult:
