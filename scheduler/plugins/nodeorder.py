@@ -62,7 +62,10 @@ class ImageLocality:
         self.sizes: dict[str, IntArray] = {}
         for i, nd in enumerate(ssn.nodes):
             for image in (nd.view.raw.get("status") or {}).get("images") or []:
-                size = int(image.get("sizeBytes") or 0)
+                try:
+                    size = int(image.get("sizeBytes") or 0)
+                except (TypeError, ValueError):
+                    continue
                 for name in image.get("names") or []:
                     arr = self.sizes.setdefault(normalized_image_name(str(name)), np.zeros(self.n, dtype=np.int64))
                     arr[i] = max(int(arr[i]), size)

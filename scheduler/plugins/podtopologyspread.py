@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import PodView
-from common.selectors import LabelSelector, SelectorError
+from common.selectors import LabelSelector
 from scheduler.framework.api import TaskInfo, TaskStatus, on_node
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
@@ -41,7 +41,7 @@ from .nodeaffinity import AffinityCheck
 from .tainttoleration import TaintCheck
 
 __all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "PodIndex", "Constraint", "SpreadCheck",
-           "PodTopologySpread", "parse_default_constraints", "workload_selector"]
+           "PodTopologySpread", "parse_default_constraints", "workload_selector", "port_number"]
 
 NAME = "podtopologyspread"
 HOSTNAME = "kubernetes.io/hostname"
@@ -152,9 +152,17 @@ class PodIndex:
         return hit[0] if include_terminating else hit[1]
 
 
+def port_number(raw: Any) -> int:
+    """A container port field as an int (0 when absent or not a number: the API server would have refused it)."""
+    try:
+        return int(raw or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
 def _has_host_ports(pod: PodView) -> bool:
     spec = pod.raw.get("spec") or {}
-    return any(int(port.get("hostPort") or 0) > 0 for c in spec.get("containers") or []
+    return any(port_number(port.get("hostPort")) > 0 for c in spec.get("containers") or []
                for port in c.get("ports") or [])
 
 
@@ -309,7 +317,7 @@ class SpreadCheck:
         n = len(self.labels)
         try:
             cons, _ = self.constraints(task)
-        except (ValueError, SelectorError) as exc:
+        except (ValueError, TypeError) as exc:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
         hard = [c for c in cons if c.spec.hard]
         ok = np.ones(n, dtype=np.bool_)
@@ -344,7 +352,7 @@ class SpreadCheck:
         n = len(self.labels)
         try:
             cons, system = self.constraints(task)
-        except (ValueError, SelectorError):
+        except (ValueError, TypeError):
             return np.zeros(n, dtype=np.int64)
         soft = [c for c in cons if not c.spec.hard]
         if not soft:

@@ -36,7 +36,7 @@ from scheduler.predicates.taints import UNTOLERATED_REASON, tolerates
 
 from .interpodaffinity import InterPodAffinityCheck
 from .nodeaffinity import AffinityCheck
-from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck
+from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck, port_number
 from .tainttoleration import TaintCheck
 
 __all__ = ["NAME", "UNSCHEDULABLE_REASON", "POD_NUMBER_REASON", "PORTS_REASON", "Predicates", "host_ports",
@@ -61,7 +61,7 @@ def host_ports(pod: PodView) -> list[HostPort]:
     out = []
     for c in (pod.raw.get("spec") or {}).get("containers") or []:
         for p in c.get("ports") or []:
-            port = int(p.get("hostPort") or 0)
+            port = port_number(p.get("hostPort"))
             if port > 0:
                 out.append((str(p.get("hostIP") or ANY_IP), str(p.get("protocol") or "TCP"), port))
     return out

@@ -189,3 +189,10 @@ def test_pod_index_follows_allocations_and_discards() -> None:
     ssn.evict_now(ssn.tasks["uid-default-w0"], "test")
     assert index.counts(matcher, include_terminating=False).tolist() == [0, 0]
     assert index.counts(matcher, include_terminating=True).tolist() == [1, 0]
+
+
+def test_a_malformed_pod_constraint_keeps_the_pod_pending_with_the_reason() -> None:
+    bad = pod("bad", labels=WEB, extra_spec=_spread({"maxSkew": 0, "topologyKey": "zone"}))
+    ssn, sink = run([node("a", labels={"zone": "z"}), bad], conf("podtopologyspread"), explain=True)
+    assert sink.binds == {}
+    assert "spec.topologySpreadConstraints[0].maxSkew: must be >= 1" in message(ssn, "default/bad")
