@@ -183,8 +183,8 @@ def workload_selector(pod: PodView) -> LabelSelector:
 
 def _pod_constraints(pod: PodView) -> list[Constraint]:
     raw = (pod.raw.get("spec") or {}).get("topologySpreadConstraints") or []
-    out = []
-    for i, c in enumerate(raw):
+    merged = []
+    for c in raw:
         c = dict(c)
         keys = [k for k in c.get("matchLabelKeys") or [] if k in pod.labels]
         if keys:  # matchLabelKeys: the pod's values for those keys join the selector
@@ -192,10 +192,10 @@ def _pod_constraints(pod: PodView) -> list[Constraint]:
             sel["matchExpressions"] = [*(sel.get("matchExpressions") or []),
                                        *({"key": k, "operator": "In", "values": [pod.labels[k]]} for k in keys)]
             c["labelSelector"] = sel
-        (spec,) = parse_constraints([c], where=f"Pod {pod.key} spec.topologySpreadConstraints[{i}]")
-        out.append(Constraint(spec, c.get("nodeAffinityPolicy", "Honor") != "Ignore",
-                              c.get("nodeTaintsPolicy", "Ignore") == "Honor"))
-    return out
+        merged.append(c)
+    specs = parse_constraints(merged, where=f"Pod {pod.key} spec.topologySpreadConstraints")
+    return [Constraint(spec, c.get("nodeAffinityPolicy", "Honor") != "Ignore",
+                       c.get("nodeTaintsPolicy", "Ignore") == "Honor") for spec, c in zip(specs, merged, strict=True)]
 
 
 def parse_default_constraints(raw: Any, defaulting_type: Any, where: str) -> tuple[tuple[Mapping[str, Any], ...], bool]:
