@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.model import DAY_SECONDS, GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
+from sim.model import GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
 
 __all__ = [
     "SyntheticConfig",
@@ -61,12 +61,13 @@ class SyntheticConfig:
     nodes: int = 100
     hours: float = 24.0
     seed: int = 1
-    service_request_fraction: float = 0.50  # service CPU requests / cluster allocatable CPU
-    batch_request_fraction: float = 0.20  # mean concurrent batch CPU requests / allocatable CPU
+    service_request_fraction: float = 0.42  # service CPU requests / cluster allocatable CPU
+    batch_request_fraction: float = 0.18  # mean concurrent batch CPU requests / allocatable CPU
     best_effort_per_node: float = 0.6  # mean concurrent best-effort pods per node
     under_requesting_share: float = 0.2  # share of service apps whose usage exceeds their request
     gang_share: float = 0.3  # share of batch jobs that are gangs
     rollout_seconds: float = 5400.0  # services first roll out over this window
+    service_limit_ratio: float = 2.0  # service CPU limit / request (Burstable)
     peak_hour: float = 14.0
 
     def __post_init__(self) -> None:
@@ -150,7 +151,7 @@ def _services(cfg: SyntheticConfig, rng: np.random.Generator, budget_milli: floa
                         duration=life,
                         cpu_request_milli=cpu_req,
                         memory_request_bytes=mem_req,
-                        cpu_limit_milli=cpu_req * 3,
+                        cpu_limit_milli=int(cpu_req * cfg.service_limit_ratio),
                         memory_limit_bytes=int(mem_req * 1.5),
                         priority=PROD_PRIORITY,
                         priority_class_name="loadwise-prod",
@@ -289,7 +290,9 @@ def generate(cfg: SyntheticConfig | None = None) -> Workload:
         notes=(
             f"{len(nodes)} nodes of {len(NODE_TYPES)} instance types, {len(services)} service pods "
             f"(diurnal, peak at {cfg.peak_hour:g}:00), {len(batch)} batch pods in "
-            f"{len({p.labels['job'] for p in batch})} jobs ({len(groups)} gangs), {len(best_effort)} best-effort pods; "
-            f"{DAY_SECONDS / 3600:g} h day",
+            f"{len({p.labels['job'] for p in batch})} jobs ({len(groups)} gangs), {len(best_effort)} best-effort pods",
+            f"services request {cfg.service_request_fraction:.0%} of allocatable CPU (about one app in "
+            f"{round(1 / cfg.under_requesting_share) if cfg.under_requesting_share else 0} uses more than it requests), "
+            f"batch {cfg.batch_request_fraction:.0%} on average, best-effort pods request nothing",
         ),
     )

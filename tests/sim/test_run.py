@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -142,15 +143,18 @@ def test_the_simulated_parts_are_the_production_classes() -> None:
 
 def _small(policy: str, waterline: Path | None = None) -> Any:
     """A hot afternoon on 6 nodes: many under-requesting services and best-effort pods, so waterlines act."""
-    w = generate(SyntheticConfig(nodes=6, hours=1.5, seed=4, under_requesting_share=0.5, best_effort_per_node=3.0))
+    w = generate(SyntheticConfig(nodes=6, hours=1.5, seed=1, service_request_fraction=0.5, under_requesting_share=0.5,
+                                 best_effort_per_node=3.0))
     waterlines = {policy: waterline} if waterline is not None else None
-    return run(w, load_policies([policy], waterlines=waterlines)[0], SimOptions(hours=1.5, start_hour=12.5, seed=4))
+    return run(w, load_policies([policy], waterlines=waterlines)[0], SimOptions(hours=1.5, start_hour=12.5, seed=1))
 
 
 def _eager_waterline(tmp_path: Path) -> Path:
     """The shipped policies with an eviction line low enough to evict in a short run."""
     text = (CONF_DIR / "waterline.yaml").read_text()
-    text = text.replace('value: "70"}', 'value: "58"}').replace("avoidanceThreshold: 6", "avoidanceThreshold: 2")
+    text = re.sub(r'(cpu_total_utilization, value: )"\d+"', r'\1"58"', text)
+    text = re.sub(r"avoidanceThreshold: \d+", "avoidanceThreshold: 2", text, count=1)
+    assert '"58"' in text
     path = tmp_path / "waterline.yaml"
     path.write_text(text)
     return path
