@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     elapsed = time.perf_counter() - t0
     results = measure_all(records)
-    doc = summary(workload, options, policies, results,
+    doc = summary(workload, options, policies, results, records=records,
                   extra={"wall_seconds": round(elapsed, 2), "jobs": jobs, "sources": cites})
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

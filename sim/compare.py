@@ -100,9 +100,12 @@ def summary(
     policies: Sequence[Policy],
     results: Sequence[Measures],
     *,
+    records: Sequence[RunRecord] = (),
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``--json`` document: what was run, the definitions, every policy's measures, and the comparison."""
+    reasons = {r.policy: dict(r.unschedulable_reasons) for r in records}
+    phases = {r.policy: dict(r.phase_seconds) for r in records}
     return {
         "workload": {
             "name": workload.name,
@@ -113,7 +116,13 @@ def summary(
         },
         "options": asdict(options),
         "policies": {
-            p.name: {"conf": p.conf_source, "waterline": p.waterline_source or None, "measures": m.to_json()}
+            p.name: {
+                "conf": p.conf_source,
+                "waterline": p.waterline_source or None,
+                "measures": m.to_json(),
+                "unschedulable_reasons": reasons.get(p.name, {}),
+                "phase_seconds": phases.get(p.name, {}),
+            }
             for p, m in zip(policies, results, strict=True)
         },
         "comparison": comparison(results),

@@ -51,7 +51,8 @@ class RunRecord:
     scheduler_evictions: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
     requeued: int = 0
-    session_seconds: F64 = field(default_factory=lambda: np.zeros(0))
+    session_seconds: F64 = field(default_factory=lambda: np.zeros(0))  # wall-clock, per session
+    session_cpu_seconds: F64 = field(default_factory=lambda: np.zeros(0))  # CPU time of the session's thread
     session_placed: I32 = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     pending_end: int = 0
     unschedulable_end: int = 0
@@ -107,8 +108,9 @@ class RunRecord:
         self.scheduler_evictions = counters.scheduler_evictions
         self.evicted_by_kind = dict(counters.evicted_by_kind)
         self.requeued = counters.requeued
-        self.session_seconds = np.asarray([s for s, _ in counters.sessions], dtype=np.float64)
-        self.session_placed = np.asarray([n for _, n in counters.sessions], dtype=np.int32)
+        self.session_seconds = np.asarray([s for s, _, _ in counters.sessions], dtype=np.float64)
+        self.session_cpu_seconds = np.asarray([c for _, c, _ in counters.sessions], dtype=np.float64)
+        self.session_placed = np.asarray([n for _, _, n in counters.sessions], dtype=np.int32)
         self.pending_end = len(pending)
         reasons: dict[str, int] = {}
         for p in pending:

@@ -143,7 +143,7 @@ class _Counters:
     waterline_evictions: int = 0
     scheduler_evictions: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
-    sessions: list[tuple[float, int]] = field(default_factory=list)  # (wall seconds, pods placed)
+    sessions: list[tuple[float, float, int]] = field(default_factory=list)  # (wall s, CPU s, pods placed)
     requeued: int = 0
 
 
@@ -400,11 +400,12 @@ class Simulation:
             c5 = clock()
             placed = 0
             if self._pending:
+                cpu0 = time.thread_time()
                 result = self.scheduler.run_once()
-                wall = clock() - c5
+                wall, cpu_time = clock() - c5, time.thread_time() - cpu0
                 placed = self._collect_bindings(t)
                 self._collect_evictions(t, by_waterline=False)
-                self.counters.sessions.append((wall, placed))
+                self.counters.sessions.append((wall, cpu_time, placed))
                 messages = getattr(result, "pending_messages", {}) or {}
                 for key, p in self._pending.items():
                     p.message = str(messages.get(key, p.message))

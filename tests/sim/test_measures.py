@@ -37,6 +37,7 @@ def _record(policy: str = "requests") -> RunRecord:
         waterline_evictions=1,
         scheduler_evictions=1,
         session_seconds=np.array([0.010, 0.020, 0.030]),
+        session_cpu_seconds=np.array([0.005, 0.010, 0.015]),
         session_placed=np.array([2, 1, 0], dtype=np.int32),
         pending_end=2,
         unschedulable_end=1,
@@ -63,7 +64,7 @@ def test_measures_match_hand_computation() -> None:
     assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending, m.pods_unschedulable) == (10, 8, 9, 2, 1)
     assert m.wait_mean_seconds == 22.5
     assert m.evictions == 2 and m.eviction_rate_percent == 20.0
-    assert m.sessions == 3 and m.session_mean_ms == 20.0
+    assert m.sessions == 3 and m.session_mean_ms == 20.0 and m.session_cpu_mean_ms == 10.0
     assert m.per_pod_ms == 20.0  # 60 ms for 3 placed pods
     assert m.to_json()["evictions"] == 2
 
