@@ -17,6 +17,8 @@ from loadwise import __version__
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("loadwise.cmd_agent", "Run the node agent: collect usage, report NodeMetric, serve metrics, waterline"),
     "doctor": ("loadwise.cmd_doctor", "Check this node for the agent: cgroup version/driver, paths, API access, RBAC"),
+    "explain": ("loadwise.cmd_explain", "Run one scheduling session on a snapshot and explain every decision"),
+    "scheduler": ("loadwise.cmd_scheduler", "Run the scheduler daemon (Volcano-style sessions, leader election)"),
     "qos-plan": ("loadwise.cmd_qos_plan", "Replay a WaterlinePolicy against a node state offline and print the decisions"),
     "sim": ("loadwise.cmd_sim", "Simulate a cluster on a synthetic or trace workload and compare scheduler confs"),
 }

@@ -14,14 +14,14 @@ from typing import Any
 from common.clock import Clock
 from common.cluster import Cluster, Informer, WatchEvent
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
-from scheduler.framework.snapshot import Snapshot
+from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
 
 __all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
 
 log = logging.getLogger(__name__)
 
 ASSUME_TTL_SECONDS = 30.0
-WATCHED_KINDS = ("Node", "Pod", "NodeMetric", "PodGroup", "Queue", "PriorityClass")
+WATCHED_KINDS = ("Node", "Pod", "NodeMetric", "PodGroup", "Queue", "PriorityClass", "WaterlinePolicy")
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "Node": NodeView.parse,
@@ -30,6 +30,8 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "PodGroup": PodGroupView.parse,
     "Queue": QueueView.parse,
     "PriorityClass": PriorityClassView.parse,
+    # kept raw: the loadaware plugin validates and applies them per node (invalid ones are skipped, as the agent does)
+    "WaterlinePolicy": dict,
 }
 
 
@@ -135,7 +137,9 @@ class SchedulerCache:
                 if a is not None and not pod.node_name:
                     pod = dataclasses.replace(pod, node_name=a.node)
                 pods.append(pod)
-            return Snapshot.build(
+            snap = Snapshot.build(
                 list(self._objects["Node"].values()), pods, list(self._objects["PodGroup"].values()),
                 list(self._objects["Queue"].values()), list(self._objects["PriorityClass"].values()),
                 list(self._objects["NodeMetric"].values()))
+            snap.extra[WATERLINE_POLICIES_KEY] = list(self._objects["WaterlinePolicy"].values())
+            return snap

@@ -12,22 +12,14 @@ from typing import Any
 
 from common.clock import to_rfc3339
 from common.cluster import ApiError, Cluster, EventRecord
-from common.resources import Resources
-from scheduler.batch.lifecycle import (
-    GangCounts,
-    PodGroupPhase,
-    merge_condition,
-    podgroup_condition,
-    podgroup_phase,
-    queue_status_counts,
-    status_changed,
-)
-from scheduler.framework.api import ALLOCATED_STATUS, SCHEDULED_STATUS, JobInfo, TaskInfo, TaskStatus
+from scheduler.batch import writeback as batch_wb
+from scheduler.batch.lifecycle import status_changed
+from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
 from scheduler.framework.session import Session
 
 from .binder import COMPONENT, EventLimiter
 
-__all__ = ["WriteBack", "pending_message", "podgroup_status", "queue_allocated"]
+__all__ = ["WriteBack", "pending_message", "podgroup_status"]
 
 log = logging.getLogger(__name__)
 
@@ -53,47 +45,10 @@ def pending_message(ssn: Session, job: JobInfo, task: TaskInfo) -> tuple[str, st
 
 
 def podgroup_status(ssn: Session, job: JobInfo) -> dict[str, Any]:
-    """The PodGroup's status after this session (§5.1 getPodGroupPhase)."""
-    pg = job.podgroup
-    assert pg is not None
-    old: dict[str, Any] = dict(pg.raw.get("status") or {})
-    running = job.count(TaskStatus.RUNNING)
-    succeeded = job.count(TaskStatus.SUCCEEDED)
-    failed = job.count(TaskStatus.FAILED)
-    releasing_on_node = sum(1 for t in job.tasks_in(TaskStatus.RELEASING) if t.node_name)
-    scheduled = job.count(*SCHEDULED_STATUS, TaskStatus.BINDING, TaskStatus.ALLOCATED) + releasing_on_node
-    try:
-        previous = PodGroupPhase(job.phase or "Pending")
-    except ValueError:
-        previous = PodGroupPhase.PENDING
-    phase = podgroup_phase(previous, GangCounts(job.min_available, running, scheduled, succeeded + failed,
-                                                job.unschedulable))
-    now = to_rfc3339(ssn.now)
-    conditions = [dict(c) for c in old.get("conditions") or [] if isinstance(c, Mapping)]
-    if job.unschedulable:
-        pending = len(job.tasks) - job.ready_task_num()
-        msg = f"{pending}/{len(job.tasks)} tasks in gang unschedulable: {job.job_fit_error}".rstrip(": ")
-        conditions = merge_condition(conditions, podgroup_condition(
-            "Unschedulable", "NotEnoughResources", msg, session_uid=ssn.uid, now=now))
-    elif phase in (PodGroupPhase.RUNNING, PodGroupPhase.COMPLETED) or job.is_ready():
-        conditions = [c for c in conditions if c.get("type") != "Unschedulable"]
-        conditions = merge_condition(conditions, podgroup_condition(
-            "Scheduled", "tasks in gang are ready to be scheduled", "pod group is ready", session_uid=ssn.uid,
-            now=now))
-    new = dict(old)
-    new.update({"phase": phase.value, "running": running, "succeeded": succeeded, "failed": failed,
-                "conditions": conditions})
-    return new
-
-
-def queue_allocated(ssn: Session) -> dict[str, Resources]:
-    out: dict[str, Resources] = {q: Resources() for q in ssn.queues}
-    for job in ssn.jobs.values():
-        if job.queue not in out:
-            continue
-        for t in job.tasks_in(*ALLOCATED_STATUS):
-            out[job.queue] = out[job.queue] + t.resreq
-    return out
+    """The PodGroup's status after this session (§5.1 getPodGroupPhase, conditions written by gang)."""
+    assert job.podgroup is not None
+    return batch_wb.podgroup_status(job, job.podgroup.raw.get("status") or {}, session_uid=ssn.uid,
+                                    now=to_rfc3339(ssn.now), gang="gang" in ssn.plugins)
 
 
 @dataclass(slots=True)
@@ -155,35 +110,24 @@ class WriteBack:
         assert pg is not None
         old = dict(pg.raw.get("status") or {})
         new = podgroup_status(ssn, job)
-        if status_changed(old, new) and self._patch_status("PodGroup", pg.name, new, pg.namespace, stats):
+        changed = status_changed(old, new)
+        if changed and self._patch_status("PodGroup", pg.name, new, pg.namespace, stats):
             stats.podgroup_status += 1
-            if new["phase"] in ("Running", "Completed") and old.get("phase") != new["phase"]:
-                self.events.emit(EventRecord(kind="PodGroup", name=pg.name, namespace=pg.namespace, uid=pg.uid,
-                                             reason="Scheduled", type="Normal", component=COMPONENT,
-                                             message="pod group is ready"))
-        if job.unschedulable and new["phase"] in ("Pending", "Inqueue", "Unknown"):
-            pending = len(job.tasks) - job.ready_task_num()
+        event = batch_wb.podgroup_event(job, str(new["phase"]), status_changed=changed)
+        if event is not None:
             self.events.emit(EventRecord(kind="PodGroup", name=pg.name, namespace=pg.namespace, uid=pg.uid,
-                                         reason="Unschedulable", type="Warning", component=COMPONENT,
-                                         message=f"{pending}/{len(job.tasks)} tasks in gang unschedulable: "
-                                                 f"{job.job_fit_error}"))
+                                         reason=event.reason, type=event.type, component=COMPONENT,
+                                         message=event.message))
 
     def _queues(self, ssn: Session, stats: WriteBackStats) -> None:
-        allocated = queue_allocated(ssn)
-        phases: dict[str, list[PodGroupPhase]] = {}
-        for job in ssn.jobs.values():
-            if job.podgroup is not None:
-                try:
-                    phases.setdefault(job.queue, []).append(PodGroupPhase(podgroup_status(ssn, job)["phase"]))
-                except ValueError:
-                    continue
+        phases = {job.uid: batch_wb.podgroup_phase_after(job) for job in ssn.jobs.values()
+                  if job.podgroup is not None}
+        statuses = batch_wb.queue_statuses(ssn.jobs.values(), ssn.queues, phases)
         for name, q in ssn.queues.items():
             if q.view is None:
                 continue
             old = dict(q.view.raw.get("status") or {})
             new = dict(old)
-            new["allocated"] = allocated[name].to_kube()
-            new.update(queue_status_counts(phases.get(name, [])).to_status())
-            new.setdefault("state", q.state or "Open")
+            new.update(statuses[name])
             if new != old and self._patch_status("Queue", name, new, None, stats):
                 stats.queue_status += 1

@@ -105,17 +105,25 @@ def _base_ok(preemptor: TaskInfo, victim: TaskInfo) -> bool:
     return not (preemptor.best_effort and not victim.best_effort)
 
 
+# Deliberate safety rule on top of the plugins' votes: Volcano's tier voting can hand the decision to a voter that
+# ignores priority (specs/volcano.md §2.6 quirk), so a preemptor could evict an equal- or higher-priority pod.
+# Here a victim must always rank strictly lower: by job priority between jobs, by task priority inside a job.
+
+
 def _between_jobs(ssn: Session, preemptor: TaskInfo, queue: str) -> VictimFilter:
+    pjob = ssn.jobs[preemptor.job]
+
     def accept(victim: TaskInfo) -> bool:
         job = ssn.jobs.get(victim.job)
         return (_base_ok(preemptor, victim) and job is not None and job.queue == queue
-                and victim.job != preemptor.job)
+                and victim.job != preemptor.job and job.priority < pjob.priority)
     return accept
 
 
 def _within_job(ssn: Session, preemptor: TaskInfo) -> VictimFilter:
     def accept(victim: TaskInfo) -> bool:
-        return _base_ok(preemptor, victim) and victim.job == preemptor.job and victim.job in ssn.jobs
+        return (_base_ok(preemptor, victim) and victim.job == preemptor.job and victim.job in ssn.jobs
+                and victim.priority < preemptor.priority)
     return accept
 
 

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.resources import Resources
 
-__all__ = ["Snapshot", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority"]
+__all__ = ["Snapshot", "WATERLINE_POLICIES_KEY", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority"]
 
 DEFAULT_QUEUE = "default"
+WATERLINE_POLICIES_KEY = "waterline_policies"
 DEFAULT_SCHEDULER_NAME = "loadwise-scheduler"
 
 
@@ -49,6 +50,7 @@ class Snapshot:
         queues: list[QueueView] = []
         pcs: list[PriorityClassView] = []
         metrics: list[NodeMetricView] = []
+        policies: list[Mapping[str, object]] = []
         for obj in objects:
             kind = obj.get("kind")
             if kind == "Node":
@@ -63,7 +65,11 @@ class Snapshot:
                 pcs.append(PriorityClassView.parse(obj))
             elif kind == "NodeMetric":
                 metrics.append(NodeMetricView.parse(obj))
-        return cls.build(nodes, pods, groups, queues, pcs, metrics)
+            elif kind == "WaterlinePolicy":
+                policies.append(obj)
+        snap = cls.build(nodes, pods, groups, queues, pcs, metrics)
+        snap.extra[WATERLINE_POLICIES_KEY] = policies
+        return snap
 
     def global_default_priority(self) -> int:
         for pc in self.priority_classes.values():

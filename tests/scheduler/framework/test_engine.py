@@ -12,6 +12,16 @@ tiers:
   - name: noderesources
 """
 
+GANG = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: noderesources
+"""
+
 
 def _cluster(*objs: dict) -> MemoryCluster:
     c = MemoryCluster(clock=FakeClock(T0 + 60))
@@ -51,9 +61,23 @@ def test_assumed_pod_counts_before_watch_confirms() -> None:
 def test_podgroup_status_written_back() -> None:
     cluster = _cluster(node("a", cpu="4"), podgroup("g", 2, phase="Pending"),
                        pod("g-0", cpu="1", group="g"), pod("g-1", cpu="1", group="g"))
-    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    sched = Scheduler(cluster, conf(GANG), clock=FakeClock(T0 + 60))
     res = sched.run_once()
     assert sorted(v for v in res.placements.values() if v) == ["a", "a"]
     pg = cluster.get("PodGroup", "g", namespace="default")
     assert pg["status"]["phase"] == "Running"
     assert pg["status"]["conditions"][-1]["type"] == "Scheduled"
+
+
+def test_gang_below_min_member_stays_pending_with_condition_and_event() -> None:
+    cluster = _cluster(node("a", cpu="2"), podgroup("g", 3, phase="Inqueue"),
+                       *(pod(f"g-{i}", cpu="1", group="g") for i in range(3)))
+    sched = Scheduler(cluster, conf(GANG), clock=FakeClock(T0 + 60))
+    res = sched.run_once()
+    assert not any(res.placements.values())
+    pg = cluster.get("PodGroup", "g", namespace="default")
+    cond = next(c for c in pg["status"]["conditions"] if c["type"] == "Unschedulable")
+    assert cond["message"].startswith("1/3 tasks in gang unschedulable: ")
+    assert cond["message"].count("tasks in gang unschedulable") == 1
+    warnings = [e for e in cluster.events if e.kind == "PodGroup" and e.reason == "Unschedulable"]
+    assert warnings and warnings[0].message.count("tasks in gang unschedulable") == 1

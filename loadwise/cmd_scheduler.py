@@ -1,0 +1,121 @@
+"""``loadwise scheduler [--kubeconfig F] [--config F]``: the scheduler daemon with Lease leader election,
+conf hot reload, and /metrics, /healthz, /readyz on one HTTP port."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from common.clock import SystemClock
+from common.cluster import Cluster
+from common.config import ConfigError
+from scheduler.conf import ConfHolder
+from scheduler.engine import Scheduler
+from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
+from scheduler.leader import LeaderElector, LeaseConfig
+
+log = logging.getLogger("loadwise.scheduler")
+DEFAULT_PORT = 10259
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account when omitted")
+    parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
+    parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
+    parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--lease-name", default="loadwise-scheduler")
+    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
+    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    parser.add_argument("--lease-duration", type=float, default=15.0)
+    parser.add_argument("--renew-deadline", type=float, default=10.0)
+    parser.add_argument("--retry-period", type=float, default=2.0)
+
+
+def _server(sched: Scheduler, listen: str, port: int, ready: threading.Event) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            if self.path.startswith("/metrics"):
+                body, ctype, code = generate_latest(sched.metrics.registry), CONTENT_TYPE_LATEST, 200
+            elif self.path.startswith("/healthz"):
+                body, ctype, code = b"ok", "text/plain", 200
+            elif self.path.startswith("/readyz"):
+                ok = ready.is_set() and sched.cache.has_synced()
+                body, ctype, code = (b"ok" if ok else b"not synced"), "text/plain", 200 if ok else 503
+            else:
+                body, ctype, code = b"not found", "text/plain", 404
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer((listen, port), Handler)
+    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
+    return server
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        holder = ConfHolder(args.config)
+        cluster: Cluster
+        if args.memory:
+            from common.cluster.memory import MemoryCluster
+
+            cluster = MemoryCluster()
+        else:
+            from common.cluster.kube import load_cluster
+
+            cluster = load_cluster(args.kubeconfig)
+        lease = LeaseConfig(name=args.lease_name, namespace=args.lease_namespace, identity=args.identity,
+                            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
+                            retry_period=args.retry_period)
+    except (ConfigError, ValueError) as exc:
+        print(f"loadwise scheduler: {exc}", file=sys.stderr)
+        return 2
+    clock = SystemClock()
+    sched = Scheduler(cluster, holder, clock=clock, scheduler_name=args.scheduler_name)
+    stop = threading.Event()
+    ready = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        server = _server(sched, args.listen, args.port, ready)
+    except OSError as exc:
+        print(f"loadwise scheduler: cannot listen on {args.listen}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    sched.start()
+    ready.set()
+    threads: list[threading.Thread] = []
+    is_leader = lambda: True  # noqa: E731
+    if args.leader_elect and not args.memory:
+        elector = LeaderElector(cluster, clock, lease)
+        threads.append(threading.Thread(target=elector.run, args=(stop,), name="leader", daemon=True))
+        threads[-1].start()
+        is_leader = elector.is_leader
+    log.info("scheduling pods with schedulerName=%s, conf %s", args.scheduler_name, holder.conf.source)
+    try:
+        sched.run_forever(stop, period=args.schedule_period, is_leader=is_leader)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=5)
+        sched.stop()
+        server.shutdown()
+    return 0
