@@ -6,9 +6,10 @@ the API (eviction via ``pods/eviction`` and the node taint, both into the in-mem
 write is simulated: a CPU quota the engine sets is remembered here and caps the pod's simulated usage until the
 engine raises it again.
 
-Nodes far below every waterline with nothing to undo are not ticked (see :meth:`SimWaterline.needs_tick`): on
-such a node a tick can only reset counters that are already at zero, so skipping it changes no decision and
-saves most of the engine's cost on a large cluster.
+Nodes below every waterline with nothing to undo are not ticked (see :meth:`SimWaterline.needs_tick`): a node
+is ticked from the first sample at or above one of its lines until its rules have had time to restore and cool
+down (``linger``) and no throttle is left; outside that, a tick could only reset counters already at zero, so
+skipping it changes no decision and saves most of the engine's cost on a large cluster.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ from sim.objects import node_labels
 __all__ = ["SimQuotaWriter", "SimWaterline", "CPU_PERIOD_US", "NEAR_FRACTION"]
 
 CPU_PERIOD_US = 100_000
-# A node is ticked once any watched usage reaches this fraction of its lowest waterline.
-NEAR_FRACTION = 0.9
+# A node is ticked once any watched usage reaches this fraction of its lowest waterline (1.0 is exact; a test
+# checks that ticking every node on every tick decides exactly the same).
+NEAR_FRACTION = 1.0
 _PERCENT_METRICS = {CPU_TOTAL_UTILIZATION, MEMORY_TOTAL_UTILIZATION}
 _WATCHABLE = {CPU_TOTAL_USAGE, CPU_TOTAL_UTILIZATION, MEMORY_TOTAL_USAGE, MEMORY_TOTAL_UTILIZATION}
 
