@@ -41,6 +41,24 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
+def _refresh_pod(old: PodView, obj: Mapping[str, Any]) -> PodView | None:
+    """Re-use the parsed requests of a pod whose containers did not change (binds and status updates are the
+    common events; a pod's resources are immutable unless it is resized, which changes ``containers``)."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    old_spec = old.raw.get("spec") or {}
+    if meta.get("uid", "") != old.uid or any(
+            spec.get(f) != old_spec.get(f) for f in ("containers", "initContainers", "overhead", "resources",
+                                                     "priority", "priorityClassName", "affinity", "tolerations",
+                                                     "nodeSelector", "schedulerName")):
+        return None
+    fresh = PodView.parse({"metadata": meta, "spec": {"nodeName": spec.get("nodeName")},
+                           "status": obj.get("status") or {}})
+    return dataclasses.replace(old, labels=fresh.labels, annotations=fresh.annotations, node_name=fresh.node_name,
+                               phase=fresh.phase, start_time=fresh.start_time, deleting=fresh.deleting,
+                               ready=fresh.ready, raw=obj)
+
+
 @dataclass(frozen=True, slots=True)
 class _Assumed:
     node: str
@@ -88,7 +106,12 @@ class SchedulerCache:
                         self._assumed.pop(key, None)
                     return
                 try:
-                    view = parse(event.object)
+                    view = None
+                    if kind == "Pod":
+                        old = self._objects["Pod"].get(key)
+                        view = _refresh_pod(old, event.object) if isinstance(old, PodView) else None
+                    if view is None:
+                        view = parse(event.object)
                 except ValueError as exc:
                     # a malformed object is skipped, not fatal; the previous version (if any) is dropped too
                     self.parse_errors[f"{kind} {key}"] = str(exc)

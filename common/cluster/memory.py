@@ -220,11 +220,11 @@ class MemoryCluster:
         for o in objects:
             self.create(str(o.get("kind")), o)
 
-    def _store(self, kind: str, key: _Key, new: dict[str, Any]) -> dict[str, Any]:
+    def _store(self, kind: str, key: _Key, new: dict[str, Any], *, copy_back: bool = True) -> dict[str, Any]:
         new["metadata"]["resourceVersion"] = self._next_rv()
         self._bucket(kind)[key] = new
         self._emit(kind, "MODIFIED", new)
-        return _tree_copy(new)
+        return _tree_copy(new) if copy_back else new
 
     def replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -296,14 +296,14 @@ class MemoryCluster:
                 raise Conflict(f'pods "{name}": uid mismatch (the pod was recreated)')
             if cur.get("spec", {}).get("nodeName"):
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
-            if node not in {k[1] for k in self._bucket("Node")}:
+            if ("", node) not in self._bucket("Node"):
                 raise NotFound(f'nodes "{node}" not found')
             new = _tree_copy(cur)
             new.setdefault("spec", {})["nodeName"] = node
             if self.auto_run:
                 self._run_pod(new)
             self.bindings.append((f"{key[0]}/{name}", node))
-            self._store("Pod", key, new)
+            self._store("Pod", key, new, copy_back=False)
 
     def _pdb_allows(self, pod: Mapping[str, Any]) -> tuple[bool, str]:
         ns = pod["metadata"].get("namespace", "default")

@@ -3,7 +3,7 @@ once (specs/volcano.md §2.3).  Columns are the session's resource names; cpu in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +12,7 @@ from common.resources import CPU, MEMORY, PODS, Resources
 
 from .api import TaskStatus, on_node
 
-__all__ = ["NodeArrays", "resource_columns"]
+__all__ = ["NodeArrays", "RowCache", "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -42,6 +42,8 @@ class NodeArrays:
         self.pipelined = np.zeros((n, k), dtype=np.int64)
         self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
         self.task_count = np.zeros(n, dtype=np.int64)
+        # every row changed by add/remove, in order: lets row-local computations redo only those rows
+        self.changes: list[int] = []
 
     def __len__(self) -> int:
         return int(self.allocatable.shape[0])
@@ -69,6 +71,7 @@ class NodeArrays:
         return self.used
 
     def add(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
+        self.changes.append(i)
         if status is TaskStatus.PIPELINED:
             self.pipelined[i] += vec
             return
@@ -83,6 +86,7 @@ class NodeArrays:
         self.task_count[i] += 1
 
     def remove(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
+        self.changes.append(i)
         if status is TaskStatus.PIPELINED:
             self.pipelined[i] -= vec
             return
@@ -109,3 +113,31 @@ class NodeArrays:
             if vec[j] > 0 and free_row[j] < vec[j]:
                 return c
         return ""
+
+
+class RowCache:
+    """Memo of a *row-local* vector computation (row i depends only on node i's row and the pod).
+
+    Consecutive pods with the same signature — the common case: replicas of one workload — reuse the previous
+    result and recompute only the rows the node arrays logged as changed since.  ``compute(rows)`` must return
+    the values for ``rows`` (an index array), or for every node when ``rows`` is None.
+    """
+
+    def __init__(self, arrays: NodeArrays) -> None:
+        self.arrays = arrays
+        self.key: Hashable = None
+        self.value: IntArray | None = None
+        self.seen = 0
+
+    def get(self, key: Hashable, compute: Callable[[IntArray | None], IntArray]) -> IntArray:
+        log = self.arrays.changes
+        if self.value is not None and key == self.key:
+            if self.seen < len(log):
+                rows = np.unique(np.asarray(log[self.seen:], dtype=np.int64))
+                self.value[rows] = compute(rows)
+                self.seen = len(log)
+            return self.value.copy()
+        self.value = np.asarray(compute(None), dtype=np.int64).copy()
+        self.key = key
+        self.seen = len(log)
+        return self.value.copy()

@@ -65,9 +65,8 @@ def _resource_check(ssn: Session, task: TaskInfo) -> tuple[FilterResult, BoolArr
     fits_idle = arr.fits(task.vector, arr.idle)
     future = arr.future_idle()
     fits_future = arr.fits(task.vector, future)
-    res = FilterResult(fits_future.copy())
-    for i in np.flatnonzero(~fits_future).tolist():
-        res.reasons[i] = [(Code.UNSCHEDULABLE, f"Insufficient {arr.first_insufficient(task.vector, future[i])}")]
+    res = FilterResult(fits_future.copy(), lazy=lambda i: [
+        (Code.UNSCHEDULABLE, f"Insufficient {arr.first_insufficient(task.vector, future[i])}")])
     return res, fits_idle, fits_future
 
 
@@ -76,7 +75,7 @@ def evaluate_nodes(ssn: Session, task: TaskInfo, *, mode: str = "allocate",
     """``mode``: ``allocate`` (resource check + predicates, any failure code disqualifies), ``backfill`` (no
     resource check), ``preempt`` (no resource check; only unresolvable/error/wait/skip disqualify)."""
     n = len(ssn.nodes)
-    names = [nd.name for nd in ssn.nodes]
+    names = ssn.node_names
     feasible = np.ones(n, dtype=np.bool_) if candidates is None else candidates.copy()
     ev = Evaluation(feasible, np.ones(n, dtype=np.bool_), np.ones(n, dtype=np.bool_), names)
     blocking = PREEMPT_BLOCKING_CODES if mode == "preempt" else FAILURE_CODES
@@ -93,7 +92,7 @@ def evaluate_nodes(ssn: Session, task: TaskInfo, *, mode: str = "allocate",
         if mode == "preempt":
             failing = np.flatnonzero(~res.passed).tolist()
             for i in failing:
-                if any(code in blocking for code, _ in (res.reasons.get(i) or [res.default])):
+                if any(code in blocking for code, _ in res.found(i)):
                     feasible[i] = False
         else:
             feasible &= res.passed

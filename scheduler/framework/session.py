@@ -137,6 +137,8 @@ class Session:
         self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
             *_FLAGS, "victim_queue_order", "job_valid")}
         self.event_handlers: list[EventHandler] = []
+        self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
+        self._enabled_cache: dict[str, list[tuple[str, Any]]] = {}
         self.plugins: dict[str, Plugin] = {}
         self.action_arguments: Mapping[str, Any] = {}
         # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
@@ -155,6 +157,7 @@ class Session:
         self.arrays = NodeArrays(resource_columns(names), [n.allocatable for n in snap.nodes])
         self.nodes: list[NodeInfo] = [NodeInfo(v, i, self.arrays) for i, v in enumerate(snap.nodes)]
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
+        self.node_names: list[str] = [n.name for n in self.nodes]
         self.total_resource: Resources = snap.total_allocatable()
         self.queues: dict[str, QueueInfo] = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
         if DEFAULT_QUEUE not in self.queues:
@@ -218,6 +221,8 @@ class Session:
 
     def _add(self, kind: str, plugin: str, fn: Any) -> None:
         self.fns[kind][plugin] = fn
+        self._tier_cache.pop(kind, None)
+        self._enabled_cache.pop(kind, None)
 
     def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
         self._add("job_order", plugin, fn)
@@ -291,6 +296,12 @@ class Session:
     # ---- iteration over enabled callbacks -------------------------------------------------------------------------
 
     def _tiers(self, kind: str) -> list[list[tuple[str, Any]]]:
+        cached = self._tier_cache.get(kind)
+        if cached is None:
+            cached = self._tier_cache[kind] = self._build_tiers(kind)
+        return cached
+
+    def _build_tiers(self, kind: str) -> list[list[tuple[str, Any]]]:
         flag = _FLAGS.get(kind)
         fns = self.fns[kind]
         out: list[list[tuple[str, Any]]] = []
@@ -306,7 +317,10 @@ class Session:
         return out
 
     def enabled(self, kind: str) -> list[tuple[str, Any]]:
-        return [pair for row in self._tiers(kind) for pair in row]
+        cached = self._enabled_cache.get(kind)
+        if cached is None:
+            cached = self._enabled_cache[kind] = [pair for row in self._tiers(kind) for pair in row]
+        return cached
 
     # ---- orders -------------------------------------------------------------------------------------------------
 

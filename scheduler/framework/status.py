@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,12 +47,19 @@ class FilterResult:
     passed: BoolArray
     reasons: dict[int, list[tuple[Code, str]]] = field(default_factory=dict)
     default: tuple[Code, str] = (Code.UNSCHEDULABLE, "node(s) didn't pass the filter")
+    # computes a failing node's reasons on demand: most failures are never reported, so don't format them eagerly
+    lazy: Callable[[int], list[tuple[Code, str]]] | None = None
+
+    def found(self, i: int) -> list[tuple[Code, str]]:
+        got = self.reasons.get(i)
+        if not got and self.lazy is not None:
+            got = self.reasons[i] = self.lazy(i)
+        return got or [self.default]
 
     def statuses(self, i: int, plugin: str) -> list[Status]:
         if self.passed[i]:
             return []
-        found = self.reasons.get(i) or [self.default]
-        return [Status(code, reason, plugin) for code, reason in found]
+        return [Status(code, reason, plugin) for code, reason in self.found(i)]
 
 
 def fit_message(total_nodes: int, per_node: Mapping[str, Sequence[Status]], *, prefilter: str = "",

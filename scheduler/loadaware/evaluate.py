@@ -106,6 +106,9 @@ class LoadAwareState:
         self.load_filter = np.zeros((n, k), dtype=np.int64)
         self.load_prod = np.zeros((n, k), dtype=np.int64)
         self.load_score = np.zeros((n, k), dtype=np.int64)
+        self._static: dict[bool, tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray]] = {}
+        self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
+        self._alloc_pos = self.allocatable > 0
         for i in range(n):
             self._refresh(i)
 
@@ -120,7 +123,10 @@ class LoadAwareState:
         prof = self.profiles[i].aggregated
         plain = existing_load(load, prod=False, agg_type=prof.aggregation_type if prof else "",
                               agg_duration=prof.duration if prof else 0.0)
-        self.has_status[i] = load.node_usage is not None
+        has = load.node_usage is not None
+        if bool(self.has_status[i]) != has:
+            self._static.clear()
+        self.has_status[i] = has
         zero = np.zeros(len(self.names), dtype=np.int64)
         self.load_filter[i] = zero if plain is None else plain
         prod = existing_load(load, prod=True)
@@ -150,7 +156,30 @@ class LoadAwareState:
         return prod_pod, thr, load
 
     def used_percent(self, load: IntArray, estimate: IntArray) -> IntArray:
-        return _percent(load + estimate[None, :], self.allocatable)
+        # same float arithmetic as _percent (used / alloc * 100, then half-up), with the divisor precomputed
+        pct = (load + estimate[None, :]).astype(np.float64) / self._alloc_div * 100.0
+        whole = np.floor(pct)
+        out: IntArray = np.where(self._alloc_pos, whole + (pct - whole >= 0.5), 0.0).astype(np.int64)
+        return out
+
+    def _static_masks(self, is_prod: bool) -> tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray]:
+        """Everything of the filter that depends on the pod only through ``is_prod`` (cached per session)."""
+        got = self._static.get(is_prod)
+        if got is None:
+            prod_pod = self.prod_enabled & is_prod
+            thr = np.where(prod_pod[:, None], self.thr_prod, self.thr_plain)
+            caps = self.waterline_cap
+            active = (thr != 0).any(axis=1) | (caps != 0).any(axis=1)
+            considered = active & self.has_metric
+            expired = considered & self.expired & self.args.filter_expired_node_metrics
+            code = np.zeros(len(self.node_names), dtype=np.int64)
+            if not self.args.enable_schedule_when_node_metrics_expired:
+                code[expired] = 1
+            checked = considered & ~expired & self.has_status
+            thr_on = (thr > 0) & self._alloc_pos & checked[:, None]
+            cap_on = (caps > 0) & self._alloc_pos & checked[:, None]
+            got = self._static[is_prod] = (prod_pod, thr, checked, code, thr_on, cap_on)
+        return got
 
     def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool) -> LoadFilter:
         n = len(self.node_names)
@@ -159,19 +188,22 @@ class LoadAwareState:
         code = np.zeros(n, dtype=np.int64)
         if is_daemonset or n == 0:
             return LoadFilter(ok, failed, code, np.zeros(n, dtype=np.bool_))
-        prod_pod, thr, load = self._thresholds(is_prod)
-        caps = self.waterline_cap
-        active = (thr != 0).any(axis=1) | (caps != 0).any(axis=1)
-        considered = active & self.has_metric
-        expired = considered & self.expired & self.args.filter_expired_node_metrics
-        if not self.args.enable_schedule_when_node_metrics_expired:
-            code[expired] = 1
-        checked = considered & ~expired & self.has_status
+        prod_pod, thr, _checked, code, thr_on, cap_on = self._static_masks(is_prod)
+        if prod_pod.any():
+            load = np.where(prod_pod[:, None], self.load_prod, self.load_filter)
+        else:
+            load = self.load_filter
         pct = self.used_percent(load, estimate)
-        over_thr = (thr > 0) & (self.allocatable > 0) & (pct > thr) & checked[:, None]
-        over_cap = (caps > 0) & (self.allocatable > 0) & (pct > caps) & checked[:, None]
+        over_thr = thr_on & (pct > thr)
         any_thr = over_thr.any(axis=1)
-        any_cap = over_cap.any(axis=1) & ~any_thr
+        if cap_on.any():
+            over_cap = cap_on & (pct > self.waterline_cap)
+            any_cap = over_cap.any(axis=1) & ~any_thr
+        else:
+            over_cap = np.zeros_like(over_thr)
+            any_cap = np.zeros(n, dtype=np.bool_)
+        if not any_thr.any() and not any_cap.any():
+            return LoadFilter(code == 0, failed, code.copy(), prod_pod)
         failed = np.where(any_thr, np.argmax(over_thr, axis=1), np.where(any_cap, np.argmax(over_cap, axis=1), -1))
         code = np.where(any_thr, 2, np.where(any_cap, 3, code))
         return LoadFilter(code == 0, failed.astype(np.int64), code.astype(np.int64), prod_pod)
@@ -209,7 +241,10 @@ class LoadAwareState:
 
     # ---- score ----------------------------------------------------------------------------------------------------
 
-    def score(self, estimate: IntArray, *, is_prod: bool) -> IntArray:
+    def score(self, estimate: IntArray, *, is_prod: bool, rows: IntArray | None = None) -> IntArray:
+        """Scores of every node, or of ``rows`` only (each row depends on that node alone)."""
+        if rows is not None:
+            return self._score_rows(estimate, is_prod, rows)
         n = len(self.node_names)
         dominant = self.args.dominant_resource_weight
         if n == 0 or (not self.weights.any() and dominant == 0):
@@ -226,4 +261,23 @@ class LoadAwareState:
         wsum = int(self.weights.sum()) + dominant
         out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
         valid = self.has_metric & ~self.expired & self.has_status
+        return np.where(valid, out, 0).astype(np.int64)
+
+    def _score_rows(self, estimate: IntArray, is_prod: bool, rows: IntArray) -> IntArray:
+        n = len(rows)
+        dominant = self.args.dominant_resource_weight
+        if n == 0 or (not self.weights.any() and dominant == 0):
+            return np.zeros(n, dtype=np.int64)
+        prod_pod = self.args.score_according_prod_usage and is_prod
+        load = (self.load_prod if prod_pod else self.load_score)[rows]
+        used = load + estimate[None, :]
+        alloc = self.allocatable[rows]
+        safe = np.where(alloc > 0, alloc, 1)
+        s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
+        total = (s * self.weights[None, :]).sum(axis=1)
+        if dominant:
+            total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
+        wsum = int(self.weights.sum()) + dominant
+        out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
+        valid = (self.has_metric & ~self.expired & self.has_status)[rows]
         return np.where(valid, out, 0).astype(np.int64)

@@ -28,6 +28,7 @@ from common.qos import PriorityClass
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
+from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
@@ -143,12 +144,16 @@ class LoadAware:
         def predicate(task: TaskInfo) -> FilterResult:
             res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
                                is_daemonset=task.pod.is_daemonset)
-            reasons = {i: [(Code.UNSCHEDULABLE, r) for r in rs] for i, rs in state.reasons(res).items()}
-            return FilterResult(res.mask, reasons)
+            return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
+
+        memo = RowCache(ssn.arrays)
 
         def score(task: TaskInfo) -> IntArray:
-            out: IntArray = state.score(self.estimate(task),
-                                        is_prod=task.pod.priority_class == PriorityClass.PROD) * self.weight
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            # rows change only when a pod is placed on or removed from a node, which the node arrays log
+            raw = memo.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
+            out: IntArray = raw * self.weight
             return out
 
         def on_allocate(task: TaskInfo) -> None:

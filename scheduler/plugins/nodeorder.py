@@ -26,13 +26,14 @@ import numpy.typing as npt
 
 from common.objects import PodView
 from scheduler.framework.api import TaskInfo
+from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
+from scheduler.scoring.balanced import balanced_allocation
 from scheduler.scoring.inputs import scoring_inputs
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy, score_strategy
 
-from .balancedallocation import balanced_scores
 from .interpodaffinity import InterPodAffinityCheck
 from .nodeaffinity import AffinityCheck
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
@@ -93,11 +94,32 @@ class ImageLocality:
 
 def _resource_scorer(ssn: Session, strategy: ScoringStrategy) -> Scorer:
     arr = ssn.arrays
+    memo = RowCache(arr)
 
     def score(task: TaskInfo) -> IntArray:
-        alloc, node_req, pod_vec, active = scoring_inputs(strategy.names, task.pod, arr.columns, arr.allocatable,
-                                                          arr.used, arr.nonzero_requested, non_zero=True)
-        return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
+        def compute(rows: IntArray | None) -> IntArray:
+            sel = slice(None) if rows is None else rows
+            alloc, node_req, pod_vec, active = scoring_inputs(
+                strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
+                arr.nonzero_requested[sel], non_zero=True)
+            return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
+        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute)
+    return score
+
+
+def _balanced_scorer(ssn: Session) -> Scorer:
+    arr = ssn.arrays
+    memo = RowCache(arr)
+
+    def score(task: TaskInfo) -> IntArray:
+        def compute(rows: IntArray | None) -> IntArray:
+            sel = slice(None) if rows is None else rows
+            alloc, node_req, pod_vec, active = scoring_inputs(
+                BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
+                arr.nonzero_requested[sel], non_zero=False)
+            out = balanced_allocation(alloc, node_req, pod_vec, active, delta=False)
+            return np.zeros(alloc.shape[0], dtype=np.int64) if out is None else out
+        return memo.get(task.pod.requests, compute)
     return score
 
 
@@ -116,8 +138,7 @@ class NodeOrder:
         if w.most_requested:
             parts.append((w.most_requested, _resource_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
         if w.balanced_resource:
-            parts.append((w.balanced_resource,
-                          lambda task: balanced_scores(ssn, task, BALANCED_RESOURCES, delta=False)))
+            parts.append((w.balanced_resource, _balanced_scorer(ssn)))
         if w.node_affinity:
             parts.append((w.node_affinity, AffinityCheck(ssn).score))
         if w.pod_affinity:

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.api import TaskInfo
+from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
@@ -53,17 +54,21 @@ class NodeResources:
             requested = arr.allocatable - arr.future_idle()
             res = fit_filter(task.pod.requests, arr.columns, arr.allocatable, requested, arr.task_count,
                              ignored_resources=self.ignored, ignored_groups=self.ignored_groups)
-            reasons = {}
-            for i in np.flatnonzero(~res.mask).tolist():
+            def reasons(i: int) -> list[tuple[Code, str]]:
                 code = Code.UNRESOLVABLE if res.unresolvable[i] else Code.UNSCHEDULABLE
-                reasons[i] = [(code, r) for r in res.reasons(i)]
-            return FilterResult(res.mask, reasons)
+                return [(code, r) for r in res.reasons(i)]
+            return FilterResult(res.mask, lazy=reasons)
+
+        memo = RowCache(arr)
 
         def score(task: TaskInfo) -> IntArray:
-            alloc, node_req, pod_vec, active = scoring_inputs(
-                self.strategy.names, task.pod, arr.columns, arr.allocatable, arr.used, arr.nonzero_requested,
-                non_zero=True)
-            out: IntArray = score_strategy(self.strategy, alloc, node_req + pod_vec[None, :], active) * self.weight
+            def compute(rows: IntArray | None) -> IntArray:
+                sel = slice(None) if rows is None else rows
+                alloc, node_req, pod_vec, active = scoring_inputs(
+                    self.strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
+                    arr.nonzero_requested[sel], non_zero=True)
+                return score_strategy(self.strategy, alloc, node_req + pod_vec[None, :], active)
+            out: IntArray = memo.get((task.pod.requests, task.pod.nonzero_requests), compute) * self.weight
             return out
 
         ssn.add_vector_predicate_fn(NAME, predicate)
