@@ -101,6 +101,7 @@ class EmulatedApiServer:
         return str(self.server.url).rstrip("/")
 
     async def _stop(self) -> None:
+        self.state.close_watches()  # end the open watch streams, or the server would wait them out
         await self.server.__aexit__(None, None, None)
         await self.handler.__aexit__(None, None, None)
 
@@ -147,9 +148,10 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         stop(proc)
 
 
-@pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[int]:
-    """``loadwise scheduler`` against the emulated API server; yields its metrics port."""
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """``loadwise scheduler`` against the emulated API server (one for the module); yields its metrics port."""
+    tmp_path = tmp_path_factory.mktemp("scheduler")
     if "scheduler" not in SUBCOMMANDS:
         pytest.skip("`loadwise scheduler` is not a subcommand yet (loadwise/cli.py SUBCOMMANDS)")
     port = free_port()
@@ -193,16 +195,37 @@ def test_promtool_accepts_the_agent_metrics(agent: int) -> None:
     promtool("agent", agent)
 
 
-def test_the_metric_scan_matches_the_live_agent(agent: int) -> None:
-    """The families tests/deploy/metric_names.py reads from the code are exactly what the agent serves."""
-    text = get(f"http://127.0.0.1:{agent}/metrics").decode()
-    live = {
+def served_families(port: int) -> set[str]:
+    text = get(f"http://127.0.0.1:{port}/metrics").decode()
+    return {
         name.removesuffix("_total") if kind == "counter" else name
         for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M)
         if not name.endswith("_created")
     }
-    scanned = {f.name for f in exported_families() if f.where.startswith("agent/")}
-    assert live == scanned
+
+
+def test_the_metric_scan_matches_the_live_agent(agent: int) -> None:
+    """The families tests/deploy/metric_names.py reads from the code are exactly what the agent serves."""
+    assert served_families(agent) == {f.name for f in exported_families() if f.where.startswith("agent/")}
+
+
+# declared in scheduler/loadaware/freshness.py, but the scheduler daemon never creates or serves them
+FRESHNESS = {"loadwise_scheduler_nodemetric_age_seconds", "loadwise_scheduler_nodemetric_expired"}
+
+
+def test_the_metric_scan_matches_the_live_scheduler(scheduler: int) -> None:
+    """... and what the scheduler serves: a family declared but never served would leave dashboards empty."""
+    scanned = {f.name for f in exported_families() if f.where.startswith("scheduler/")}
+    assert served_families(scheduler) == scanned - FRESHNESS
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NodeMetricFreshness is not wired into the scheduler daemon (scheduler/engine.py); "
+    "drop this mark and FRESHNESS once it is",
+)
+def test_the_scheduler_serves_its_nodemetric_freshness_gauges(scheduler: int) -> None:
+    assert served_families(scheduler) >= FRESHNESS
 
 
 def test_promtool_accepts_the_scheduler_metrics(scheduler: int) -> None:
@@ -251,12 +274,9 @@ def scrape(targets: dict[str, int], tmp_path: Path, query: str) -> tuple[float, 
         stop(prom)
 
 
-def test_prometheus_scrapes_the_node_cpu_series(agent: int, tmp_path: Path) -> None:
-    value, health = scrape({"agent": agent}, tmp_path, f'{NODE_CPU}{{node="prom-test", job="agent"}}')
+def test_prometheus_scrapes_agent_and_scheduler(agent: int, scheduler: int, tmp_path: Path) -> None:
+    value, health = scrape(
+        {"agent": agent, "scheduler": scheduler}, tmp_path, f'{NODE_CPU}{{node="prom-test", job="agent"}}'
+    )
     assert 0.0 <= value <= (os.cpu_count() or 1) + 0.5  # busy cores of this machine
-    assert health == {"agent": "up"}
-
-
-def test_prometheus_scrapes_the_scheduler(agent: int, scheduler: int, tmp_path: Path) -> None:
-    value, health = scrape({"agent": agent, "scheduler": scheduler}, tmp_path, f'{NODE_CPU}{{node="prom-test"}}')
-    assert value >= 0.0 and health == {"agent": "up", "scheduler": "up"}
+    assert health == {"agent": "up", "scheduler": "up"}
