@@ -21,6 +21,7 @@ from scheduler.framework.api import TaskStatus
 from scheduler.framework.plugin import actions
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
+from scheduler.loadaware.freshness import NodeMetricFreshness
 
 from .binder import Binder, EventLimiter
 from .cache import SchedulerCache
@@ -63,6 +64,7 @@ class SchedulerMetrics:
         self.conf_reload_errors = Counter("loadwise_scheduler_conf_reload_errors_total",
                                           "Scheduler conf files rejected (the previous conf kept running)",
                                           registry=r)
+        self.freshness = NodeMetricFreshness(r)
         self.queue_allocated = Gauge("loadwise_scheduler_queue_allocated", "Resources allocated to a queue",
                                      ["queue", "resource"], registry=r)
 
@@ -115,6 +117,7 @@ class Scheduler:
         t0 = time.perf_counter()
         self.binder.reset()
         ssn = self.open_session()
+        self._update_freshness(ssn)
         registry = actions()
         for name in ssn.conf.actions:
             registry[name]().execute(ssn)
@@ -149,6 +152,15 @@ class Scheduler:
         result.duration_seconds = time.perf_counter() - t0
         self.metrics.session_seconds.observe(result.duration_seconds)
         return result
+
+    def _update_freshness(self, ssn: Session) -> None:
+        opt = ssn.conf.plugin("loadaware")
+        expiration = 180
+        if opt is not None:
+            raw = opt.arguments.get("nodeMetricExpirationSeconds")
+            if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+                expiration = raw
+        self.metrics.freshness.update(ssn.node_names, ssn.snapshot.node_metrics, ssn.now, expiration)
 
     def run_forever(self, stop: threading.Event, *, period: float = 1.0,
                     is_leader: Callable[[], bool] = lambda: True) -> None:

@@ -216,14 +216,9 @@ FRESHNESS = {"loadwise_scheduler_nodemetric_age_seconds", "loadwise_scheduler_no
 def test_the_metric_scan_matches_the_live_scheduler(scheduler: int) -> None:
     """... and what the scheduler serves: a family declared but never served would leave dashboards empty."""
     scanned = {f.name for f in exported_families() if f.where.startswith("scheduler/")}
-    assert served_families(scheduler) == scanned - FRESHNESS
+    assert served_families(scheduler) == scanned
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NodeMetricFreshness is not wired into the scheduler daemon (scheduler/engine.py); "
-    "drop this mark and FRESHNESS once it is",
-)
 def test_the_scheduler_serves_its_nodemetric_freshness_gauges(scheduler: int) -> None:
     assert served_families(scheduler) >= FRESHNESS
 
