@@ -11,8 +11,8 @@ Two sources, usable alone or together:
   modelled as in the trace's paper) and the pods in creation order, with their requests, QoS and lifetimes.
   The published list holds only a few dozen concurrently running pods on 1523 nodes (it is a sample of pod
   *shapes*), so arrivals keep the trace's order and relative spacing (idle stretches beyond the 99th percentile
-  gap clipped) but are compressed so that the sampled cluster reaches ``load`` × its allocatable CPU in
-  requests; the list is cycled when more pods are needed.  The stream starts a day early so the cluster begins
+  gap clipped) but are compressed so that the sampled cluster's scarcest resource (CPU, memory or GPU) reaches
+  ``load`` × its allocatable in requests; the list is cycled when more pods are needed.  The stream starts a day early so the cluster begins
   in its steady state (the pods still running at t = 0 are submitted at once).
   OpenB has no usage: pods get the synthetic usage ratios (LS as services, BE as batch), with the v2018 shapes
   when that source is loaded too.
@@ -167,8 +167,13 @@ def _openb_nodes(nodes: Sequence[OpenbNode], count: int, rng: np.random.Generato
     return tuple(out)
 
 
+def _gpu_request(p: OpenbPod) -> int:
+    """GPU thousandths: a single shared GPU asks for its fraction, several GPUs are whole."""
+    return p.num_gpu * (p.gpu_milli if p.num_gpu == 1 else 1000)
+
+
 def _openb_pods(
-    trace: Sequence[OpenbPod], cluster_cpu: float, hours: float, load: float, rng: np.random.Generator
+    trace: Sequence[OpenbPod], capacity: dict[str, float], hours: float, load: float, rng: np.random.Generator
 ) -> list[PodSpec]:
     end = hours * 3600.0
     # The stream starts a day before the simulation so the cluster is in its steady state at t = 0: pods that
@@ -186,9 +191,18 @@ def _openb_pods(
         [min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time, end + warm) for p in ordered]
     )
     life = np.maximum(life, 60.0)
-    cpu = np.array([p.cpu_milli for p in ordered], dtype=np.float64)
-    # Little's law: concurrent requests = rate × E[cpu × lifetime]; solve the rate for the target load.
-    rate = load * cluster_cpu / max(float(np.mean(cpu * life)), 1.0)
+    demand = {
+        "cpu": np.array([p.cpu_milli for p in ordered], dtype=np.float64),
+        "memory": np.array([p.memory_mib * MiB for p in ordered], dtype=np.float64),
+        GPU_RESOURCE: np.array([_gpu_request(p) for p in ordered], dtype=np.float64),
+    }
+    # Little's law: concurrent requests = rate × E[request × lifetime].  Solve the rate for the target load on
+    # every resource and keep the smallest, so the binding one (often the GPUs) sits at ``load``, not beyond.
+    rate = min(
+        load * capacity[name] / max(float(np.mean(req * life)), 1e-9)
+        for name, req in demand.items()
+        if capacity.get(name, 0) > 0 and req.any()
+    )
     scale = (1.0 / rate) / max(float(np.mean(gaps)), 1e-9)
     pods: list[PodSpec] = []
     t = -warm
@@ -211,7 +225,7 @@ def _openb_pods(
             ratio = float(rng.uniform(0.6, 1.15))
         cpu_req = max(src.cpu_milli, 1)
         mem_req = src.memory_mib * MiB
-        gpu = src.num_gpu * (src.gpu_milli if src.num_gpu == 1 else 1000)
+        gpu = _gpu_request(src)
         pods.append(
             PodSpec(
                 name=f"{src.name}-r{(i - 1) // len(ordered)}",
@@ -269,13 +283,17 @@ def trace_workload(
         node_list = read_openb_nodes(sources.openb_nodes)
         pod_list = read_openb_pods(sources.openb_pods)
         node_specs = _openb_nodes(node_list, nodes, rng)
-        cluster_cpu = float(sum(n.cpu_milli for n in node_specs))
-        pods = _openb_pods(pod_list, cluster_cpu, hours, load, rng)
+        capacity = {
+            "cpu": float(sum(n.cpu_milli for n in node_specs)),
+            "memory": float(sum(n.memory_bytes for n in node_specs)),
+            GPU_RESOURCE: float(sum(n.extended.get(GPU_RESOURCE, 0) for n in node_specs)),
+        }
+        pods = _openb_pods(pod_list, capacity, hours, load, rng)
         names.append("openb")
         notes.append(
             f"cluster and pod stream: {len(node_specs)} of {len(node_list)} nodes sampled from {sources.openb_nodes}, "
             f"{len(pods)} pods cycled from the {len(pod_list)} of {sources.openb_pods} (Alibaba cluster-trace-gpu-v2023) "
-            f"in creation order, arrivals compressed to reach {load:.0%} of allocatable CPU in requests"
+            f"in creation order, arrivals compressed so the scarcest resource (CPU, memory or GPU) is {load:.0%} requested"
         )
         base = Workload(name="openb", nodes=node_specs, pods=tuple(pods))
     else:

@@ -57,8 +57,8 @@ def test_openb_fixtures() -> None:
     assert nodes[3].gpu == 0  # empty gpu cell
     pods = read_openb_pods(FIXTURES / "openb_pods.csv")
     assert len(pods) == 4
-    assert pods[2].deletion_time is None and pods[2].num_gpu == 2
-    assert pods[3].scheduled_time is None and pods[3].qos == "Burstable"
+    assert pods[2].deletion_time == 7320 and pods[2].num_gpu == 2
+    assert pods[3].scheduled_time is None and pods[3].deletion_time is None and pods[3].qos == "Burstable"
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -147,8 +147,8 @@ def test_fixture_workload_from_openb_and_shapes() -> None:
         openb_nodes=FIXTURES / "openb_nodes.csv",
         openb_pods=FIXTURES / "openb_pods.csv",
     )
-    w = trace_workload(sources, nodes=3, hours=2, seed=3, shape_step=10)
-    assert len(w.nodes) == 3
+    w = trace_workload(sources, nodes=4, hours=2, seed=3, shape_step=10)
+    assert len(w.nodes) == 4
     assert w.shapes.shape[0] == 2
     gpu_nodes = [n for n in w.nodes if n.extended]
     assert all(n.extended[GPU_RESOURCE] % 1000 == 0 for n in gpu_nodes)
@@ -160,7 +160,7 @@ def test_fixture_workload_from_openb_and_shapes() -> None:
     shared = [p for p in w.pods if p.labels["app"] == "pod-0"]
     assert shared[0].extended_requests == {GPU_RESOURCE: 500}
     # Same seed, same workload.
-    again = trace_workload(sources, nodes=3, hours=2, seed=3, shape_step=10)
+    again = trace_workload(sources, nodes=4, hours=2, seed=3, shape_step=10)
     assert again.pods == w.pods and again.nodes == w.nodes
 
 
