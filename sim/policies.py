@@ -1,15 +1,17 @@
 """The compared configurations: built-in scheduler confs shipped in ``sim/confs/`` and users' own files.
 
 A policy is a scheduler conf (Volcano format, ``scheduler.conf.load_conf``) plus, optionally, a file of
-WaterlinePolicy objects that every simulated node agent runs.  Built in:
+WaterlinePolicy objects that every simulated node agent runs.  Built in (files in ``confs/``):
 
-=====================  ========================  ==========================================================
-name                   scheduler conf            agent side
-=====================  ========================  ==========================================================
-requests               confs/requests.yaml       NodeMetric reporting only (the scheduler ignores it)
-loadaware              confs/loadaware.yaml      NodeMetric reporting
-loadaware-waterline    confs/loadaware-waterline.yaml  NodeMetric reporting + confs/waterline.yaml
-=====================  ========================  ==========================================================
+* ``requests`` — ``requests.yaml``: request-based LeastAllocated, as kube-scheduler;
+* ``loadaware`` — ``loadaware.yaml``: plus Koordinator-style load-aware filter/score on NodeMetrics;
+* ``loadaware-waterline`` — ``loadaware-waterline.yaml`` (same scheduler, ``respectWaterlines: false``) with the
+  agents running ``waterline.yaml``;
+* ``loadaware-waterline-capped`` — as above with ``respectWaterlines: true``: nodes are also closed to new pods
+  above their waterlines, which trades waiting pods for fewer hot nodes.
+
+Every policy's agents report NodeMetrics (the request-based scheduler simply ignores them).  The default
+comparison is the first three.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ BUILTIN: dict[str, tuple[Path, Path | None]] = {
     "requests": (CONF_DIR / "requests.yaml", None),
     "loadaware": (CONF_DIR / "loadaware.yaml", None),
     "loadaware-waterline": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
+    "loadaware-waterline-capped": (CONF_DIR / "loadaware-waterline-capped.yaml", CONF_DIR / "waterline.yaml"),
 }
 DEFAULT_COMPARE = ("requests", "loadaware", "loadaware-waterline")
 
@@ -74,15 +77,16 @@ def load_policies(
             raise ConfigError(f"{name!r} is listed twice", field="--compare")
         seen.add(name)
         conf_path = confs.get(name)
-        wl_path = waterlines.get(name)
-        if conf_path is None:
-            if name not in BUILTIN:
-                raise ConfigError(
-                    f"unknown policy {name!r}: built-in ones are {', '.join(BUILTIN)}; give others with --conf NAME=PATH",
-                    field="--compare",
-                )
-            conf_path, builtin_wl = BUILTIN[name]
-            wl_path = wl_path or builtin_wl
+        if conf_path is None and name not in BUILTIN:
+            raise ConfigError(
+                f"unknown policy {name!r}: built-in ones are {', '.join(BUILTIN)}; give others with --conf NAME=PATH",
+                field="--compare",
+            )
+        # A file given for a built-in name replaces that part only: --conf keeps the built-in waterlines.
+        builtin_conf, builtin_wl = BUILTIN.get(name, (None, None))
+        conf_path = conf_path or builtin_conf
+        assert conf_path is not None
+        wl_path = waterlines.get(name) or builtin_wl
         conf = load_conf(conf_path)
         objs = _waterline_objects(wl_path) if wl_path is not None else ()
         out.append(Policy(name, conf, str(conf_path), objs, str(wl_path) if wl_path else ""))

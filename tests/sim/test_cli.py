@@ -11,7 +11,7 @@ import pytest
 from common.config import ConfigError
 from loadwise.cli import main
 from sim.measures import measure
-from sim.policies import BUILTIN, load_policies, parse_assignments
+from sim.policies import BUILTIN, DEFAULT_COMPARE, load_policies, parse_assignments
 from sim.run import SimOptions, Simulation, run
 from sim.synthetic import SyntheticConfig, generate
 from sim.traces import OPENB_NODES_FILE, OPENB_PODS_FILE
@@ -92,18 +92,24 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 
 def test_policies() -> None:
-    assert set(BUILTIN) == {"requests", "loadaware", "loadaware-waterline"}
+    assert set(BUILTIN) == {"requests", "loadaware", "loadaware-waterline", "loadaware-waterline-capped"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
-        assert bool(p.waterline) == (p.name == "loadaware-waterline")
+        assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
+        la = p.conf.plugin("loadaware")
+        if p.name.startswith("loadaware-waterline"):
+            assert la is not None and la.arguments["respectWaterlines"] == p.name.endswith("capped")
     assert parse_assignments(["a=b.yaml"], "--conf") == {"a": Path("b.yaml")}
+    # A conf file for a built-in name keeps that name's waterlines.
+    mine = load_policies(["loadaware-waterline"], confs={"loadaware-waterline": BUILTIN["loadaware"][0]})[0]
+    assert mine.conf_source.endswith("loadaware.yaml") and mine.waterline_source.endswith("waterline.yaml")
 
 
 def test_loadaware_has_fewer_hotspots_than_requests() -> None:
     """A busy afternoon on 10 nodes (fixed seed): usage-aware placement avoids the hot nodes requests create."""
     workload = generate(SyntheticConfig(nodes=10, hours=3, seed=1))
     options = SimOptions(hours=3, start_hour=11, seed=1)
-    results = {p.name: measure(run(workload, p, options)) for p in load_policies(list(BUILTIN))}
+    results = {p.name: measure(run(workload, p, options)) for p in load_policies(list(DEFAULT_COMPARE))}
     base = results["requests"].hotspot_node_minutes
     assert base > 100
     assert results["loadaware"].hotspot_node_minutes < 0.8 * base
