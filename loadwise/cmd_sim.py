@@ -41,7 +41,8 @@ def _positive_int(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to compare")
     g.add_argument("--compare", default="requests,loadaware,loadaware-waterline",
-                   help="comma-separated policy names (built-in: requests, loadaware, loadaware-waterline)")
+                   help="comma-separated policy names (default %(default)s; also built in: "
+                        "loadaware-waterline-capped)")
     g.add_argument("--conf", action="append", default=[], metavar="NAME=PATH",
                    help="scheduler conf (Volcano format) for policy NAME; overrides a built-in of that name")
     g.add_argument("--waterline", action="append", default=[], metavar="NAME=PATH",
@@ -49,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w = parser.add_argument_group("workload")
     w.add_argument("--nodes", type=_positive_int, default=DEFAULT_NODES, help="cluster size (default %(default)s)")
     w.add_argument("--hours", type=_positive_float, default=DEFAULT_HOURS,
-                   help="simulated time (default %(default)s)")
+                   help="simulated time (default %(default)s; a whole day at 100 nodes takes several minutes)")
     w.add_argument("--seed", type=int, default=1, help="workload and usage-noise seed (default %(default)s)")
     w.add_argument("--trace", action="append", default=[], choices=("alibaba-v2018", "openb", "all"),
                    help="replay public traces instead of the synthetic workload (repeatable)")
@@ -58,7 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--openb-nodes", type=Path, help="an OpenB-format node list (with --openb-pods)")
     w.add_argument("--openb-pods", type=Path, help="an OpenB-format pod list (with --openb-nodes)")
     w.add_argument("--trace-load", type=_positive_float, default=0.7,
-                   help="OpenB replay: target CPU requests as a fraction of allocatable (default %(default)s)")
+                   help="OpenB replay: requests of the scarcest resource (CPU, memory or GPU) as a fraction of "
+                        "allocatable (default %(default)s)")
     s = parser.add_argument_group("simulation")
     s.add_argument("--tick", type=_positive_float, default=30.0, help="simulated seconds per step (default 30)")
     s.add_argument("--start-hour", type=float, default=DEFAULT_START_HOUR,
