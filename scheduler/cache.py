@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,7 +21,10 @@ __all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
 
 log = logging.getLogger(__name__)
 
-ASSUME_TTL_SECONDS = 30.0
+# A successful binding is assumed until the watch shows it (or shows the pod gone, or a new pod under that name):
+# like kube-scheduler (durationToExpireAssumedPod = 0) it never expires by time, because a late watch - informer
+# backoff, an API server restart - would otherwise free the node's resources while the pod still holds them.
+ASSUME_TTL_SECONDS = math.inf
 WATCHED_KINDS = ("Node", "Pod", "NodeMetric", "PodGroup", "Queue", "PriorityClass", "WaterlinePolicy")
 
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
@@ -63,6 +67,7 @@ def _refresh_pod(old: PodView, obj: Mapping[str, Any]) -> PodView | None:
 class _Assumed:
     node: str
     deadline: float
+    uid: str = ""
 
 
 class SchedulerCache:
@@ -120,15 +125,21 @@ class SchedulerCache:
                     return
                 self.parse_errors.pop(f"{kind} {key}", None)
                 self._objects[kind][key] = view
-                if kind == "Pod" and key in self._assumed and (view.node_name or view.terminal):
-                    del self._assumed[key]   # the watch confirmed the binding (or the pod is gone)
+                a = self._assumed.get(key) if kind == "Pod" else None
+                if a is not None and (view.node_name or view.terminal or (a.uid and view.uid != a.uid)):
+                    del self._assumed[key]   # the watch confirmed the binding (or the pod is gone or recreated)
         return handle
 
     # ---- assumed pods ---------------------------------------------------------------------------------------------
 
     def assume(self, pod_key: str, node: str) -> None:
         with self._lock:
-            self._assumed[pod_key] = _Assumed(node, self.clock.monotonic() + self.assume_ttl)
+            seen = self._objects["Pod"].get(pod_key)
+            if not isinstance(seen, PodView) or seen.node_name:
+                # the watch already delivered the binding (or the deletion) before the bind call returned:
+                # nothing is left to assume, and an entry now would outlive the confirmation it waits for
+                return
+            self._assumed[pod_key] = _Assumed(node, self.clock.monotonic() + self.assume_ttl, seen.uid)
 
     def forget(self, pod_key: str) -> None:
         with self._lock:
