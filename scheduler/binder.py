@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
+from common.objects import PodView
 from scheduler.cache import SchedulerCache
 from scheduler.framework.api import TaskInfo
 
@@ -80,6 +81,7 @@ class Binder:
     def bind(self, task: TaskInfo, node: str) -> bool:
         pod = task.pod
         reason = ""
+        ambiguous = False   # an attempt failed without a verdict: it may have been stored, its answer lost
         for attempt in range(self.retries + 1):
             try:
                 self.cluster.bind(pod.namespace, pod.name, node, uid=pod.uid or None)
@@ -88,21 +90,38 @@ class Binder:
                 break
             except ApiError as exc:
                 reason = str(exc)
+                ambiguous = True
                 if attempt < self.retries:
                     self.sleep(self.backoff * (2 ** attempt))
                 continue
-            self.cache.assume(pod.key, node)
-            self.stats.bound.append((pod.key, node))
-            self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
-                                         reason="Scheduled", type="Normal", component=COMPONENT, action="Binding",
-                                         message=f"Successfully assigned {pod.key} to {node}"))
-            return True
+            return self._bound(pod, node)
+        if ambiguous and self._stored(pod, node):
+            # our own earlier attempt went through (a retry then says "already assigned"): reporting a failure would
+            # let the session hand the node's resources to another pod while this one holds them
+            return self._bound(pod, node)
         self.cache.forget(pod.key)
         self.stats.failed[pod.key] = reason
         self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
                                      reason="FailedScheduling", type="Warning", component=COMPONENT, action="Binding",
                                      message=f"Binding rejected: {reason}"))
         return False
+
+    def _bound(self, pod: PodView, node: str) -> bool:
+        self.cache.assume(pod.key, node)
+        self.stats.bound.append((pod.key, node))
+        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
+                                     reason="Scheduled", type="Normal", component=COMPONENT, action="Binding",
+                                     message=f"Successfully assigned {pod.key} to {node}"))
+        return True
+
+    def _stored(self, pod: PodView, node: str) -> bool:
+        """Whether the API server holds this very pod (same uid) bound to ``node``."""
+        try:
+            cur = self.cluster.get("Pod", pod.name, namespace=pod.namespace)
+        except ApiError:
+            return False
+        same = not pod.uid or (cur.get("metadata") or {}).get("uid") == pod.uid
+        return same and (cur.get("spec") or {}).get("nodeName") == node
 
     def evict(self, task: TaskInfo, reason: str) -> bool:
         pod = task.pod

@@ -17,6 +17,7 @@ from common.clock import FakeClock
 from common.cluster.kube import KubeCluster
 from scheduler.engine import Scheduler
 from scheduler.leader import LeaderElector, LeaseConfig
+from tests.common.test_kube_wire import fail
 from tests.scheduler.factories import T0, conf, node, pod, podgroup, queue
 from tests.scheduler.kmock_util import (
     ApiState,
@@ -159,17 +160,21 @@ async def test_binding_retries_server_errors_and_gives_up_on_conflict(
     api.seed("Node", node("a", cpu="4"))
     api.seed("Pod", pod("flaky", cpu="1"))
     api.seed("Pod", pod("taken", cpu="1"))
+    api.seed("Pod", pod("lost", cpu="1"))
     sched = scheduler(kube_cluster(kmock, instance="sched-0"), clock)
     original = api._bind
     failures = {"flaky": 2}
+    lost = {"lost": 1}
 
     def bind(req: Any, key: tuple[str, str, str], cur: dict[str, Any]) -> Any:
         if failures.get(key[2], 0) > 0:
             failures[key[2]] -= 1
-            from tests.common.test_kube_wire import fail
-
             return fail(500, "InternalError", "etcd timeout")
-        return original(req, key, cur)
+        out = original(req, key, cur)
+        if lost.get(key[2], 0) > 0:  # stored, but the client hears a gateway timeout
+            lost[key[2]] -= 1
+            return fail(504, "Timeout", "the server was unable to return a response in the time allotted")
+        return out
 
     api._bind = bind  # type: ignore[method-assign]
     try:
@@ -185,6 +190,10 @@ async def test_binding_retries_server_errors_and_gives_up_on_conflict(
         assert [e["note"] for e in rejected if e["note"].startswith("Binding rejected: ")] == [
             'Binding rejected: pod taken is already assigned to node "a"']
         assert "default/taken" not in sched.cache.assumed()
+        # the lost answer: the retry hears "already assigned", which is our own binding, so the pod counts as bound
+        assert res.placements["default/lost"] == "a" and "default/lost" not in res.bind_failures
+        assert len(posts(kmock, "/pods/lost/binding")) == 2
+        assert not [e for e in events_posted(kmock, "FailedScheduling", pod="lost")]
     finally:
         await stop(sched)
 
