@@ -10,7 +10,6 @@ worker thread, because the emulator serves HTTP on the test's own event loop), a
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -94,13 +93,3 @@ def events_posted(server: Any, reason: str, *, pod: str | None = None,
         if where(body):
             out.append(body)
     return out
-
-
-def wait_seconds(pred: Callable[[], bool], timeout: float) -> bool:
-    """Blocking poll for code running in a worker thread (the scheduler loops of the leader test)."""
-    end = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True

@@ -30,7 +30,6 @@ from tests.scheduler.kmock_util import (
     run_session,
     settle,
     stop,
-    wait_seconds,
 )
 
 pytestmark = pytest.mark.kmock
@@ -260,6 +259,12 @@ class Replica:
             server, "Scheduled", where=lambda b: b["reportingInstance"] == self.elector.config.identity)}
 
 
+def gauge(r: Replica) -> float:
+    """``loadwise_scheduler_leader`` as the replica's scheduling loop last set it."""
+    value = r.sched.metrics.registry.get_sample_value("loadwise_scheduler_leader")
+    return -1.0 if value is None else value
+
+
 async def test_leader_election_hands_over_between_two_schedulers(
         kmock: Any, api: ApiState, clock: FakeClock) -> None:
     api.seed("Node", node("a", cpu="8"))
@@ -288,6 +293,7 @@ async def test_leader_election_hands_over_between_two_schedulers(
         # sched-1 stops renewing (hung, partitioned): past the renew deadline it stops scheduling at once ...
         clock.advance(11)
         assert not one.elector.is_leader()
+        await eventually(lambda: gauge(one) == 0)  # its loop has seen it: no session is in flight any more
         sessions = one.sched.sessions
         # ... but sched-2 must wait for the lease itself to expire (15 s after the last renewal)
         assert not await two.elect()
@@ -311,14 +317,15 @@ async def test_leader_election_hands_over_between_two_schedulers(
         # a graceful shutdown releases the lease: the other replica takes over without waiting for expiry
         await asyncio.to_thread(two.elector.release)
         assert not two.elector.is_leader()
+        await eventually(lambda: gauge(two) == 0)
         assert await one.elect()
         api.seed("Pod", pod("p3", cpu="1"))
         assert await bound("p3") == "a"
         await eventually(lambda: one.bound_by(kmock) == {"p1", "p3"})
         assert two.bound_by(kmock) == {"p2"}
         assert len(posts(kmock, "/binding")) == 3  # every pod bound once, by exactly one replica
-        assert wait_seconds(lambda: one.sched.metrics.is_leader._value.get() == 1, 1.0)
-        assert wait_seconds(lambda: two.sched.metrics.is_leader._value.get() == 0, 1.0)
+        await eventually(lambda: gauge(one) == 1)
+        assert gauge(two) == 0
     finally:
         for r in (one, two):
             r.stopped.set()
@@ -355,6 +362,8 @@ async def test_podgroup_and_queue_status_written_back(kmock: Any, api: ApiState,
         assert toobig is not None and toobig["status"]["phase"] == "Inqueue"
         (unsched,) = [c for c in toobig["status"]["conditions"] if c["type"] == "Unschedulable"]
         assert unsched["status"] == "True" and unsched["reason"] == "NotEnoughResources"
+        # as in Volcano the condition counts minMember minus the schedulable tasks (one of the three would fit) and
+        # the event counts the pending tasks of the job
         assert unsched["message"].startswith("2/3 tasks in gang unschedulable: ")
         assert unsched["message"].count("tasks in gang unschedulable") == 1
         (warning,) = [e for e in posts(kmock, "/apis/events.k8s.io/v1/namespaces/default/events")
