@@ -78,6 +78,7 @@ class Measures:
     session_cpu_mean_ms: float
     per_pod_ms: float
     wall_seconds: float
+    cpu_seconds: float
 
     @property
     def evictions(self) -> int:
@@ -132,6 +133,7 @@ def measure(rec: RunRecord) -> Measures:
         session_cpu_mean_ms=round(1000.0 * float(rec.session_cpu_seconds.mean()), 2) if rec.session_cpu_seconds.size else 0.0,
         per_pod_ms=round(1000.0 * float(sessions.sum()) / placed, 2) if placed else 0.0,
         wall_seconds=round(rec.wall_seconds, 2),
+        cpu_seconds=round(rec.cpu_seconds, 2),
     )
 
 
@@ -169,6 +171,7 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("session CPU time mean, ms", "session_cpu_mean_ms", "{:.1f}"),
     ("scheduling time per placed pod, ms", "per_pod_ms", "{:.2f}"),
     ("wall time of the run, s", "wall_seconds", "{:.1f}"),
+    ("CPU time of the run, s", "cpu_seconds", "{:.1f}"),
 )
 
 

@@ -58,6 +58,7 @@ class RunRecord:
     unschedulable_end: int = 0
     unschedulable_reasons: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
+    cpu_seconds: float = 0.0  # CPU time of the run's process (wall time includes waiting for a core)
     reports: int = 0
     waterline_ticks: int = 0
     phase_seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase of the loop

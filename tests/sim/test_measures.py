@@ -42,6 +42,7 @@ def _record(policy: str = "requests") -> RunRecord:
         pending_end=2,
         unschedulable_end=1,
         wall_seconds=1.234,
+        cpu_seconds=1.0,
     )
 
 
