@@ -101,9 +101,9 @@ class Binder:
             return self._bound(pod, node)
         self.cache.forget(pod.key)
         self.stats.failed[pod.key] = reason
-        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
-                                     reason="FailedScheduling", type="Warning", component=COMPONENT, action="Binding",
-                                     message=f"Binding rejected: {reason}"))
+        # the session puts the task back to Pending; the write-back then reports this message once, as
+        # PodScheduled=False and a FailedScheduling event (kube's wording)
+        task.last_fit_message = f"Binding rejected: {reason}"
         return False
 
     def _bound(self, pod: PodView, node: str) -> bool:

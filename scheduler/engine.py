@@ -25,7 +25,7 @@ from scheduler.loadaware.freshness import NodeMetricFreshness
 
 from .binder import Binder, EventLimiter
 from .cache import SchedulerCache
-from .writeback import WriteBack, WriteBackStats
+from .writeback import WriteBack, WriteBackStats, pending_message
 
 __all__ = ["Scheduler", "SessionResult", "SchedulerMetrics"]
 
@@ -137,7 +137,7 @@ class Scheduler:
                     self.metrics.attempts.labels("scheduled").inc()
                 elif task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
                     result.placements[task.key] = None
-                    result.pending_messages[task.key] = task.last_fit_message
+                    result.pending_messages[task.key] = pending_message(ssn, job, task)[1]
                     pending += 1
                     self.metrics.attempts.labels("unschedulable").inc()
             if job.podgroup is not None:

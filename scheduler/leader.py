@@ -34,9 +34,9 @@ class LeaseConfig:
 
 
 def _micro(t: float) -> str:
-    # Lease times are MicroTime: RFC 3339 with microseconds
-    base = to_rfc3339(int(t))[:-1]
-    return f"{base}.{int(round((t % 1) * 1_000_000)):06d}Z"
+    """Lease times are MicroTime: RFC 3339 with exactly six fractional digits."""
+    seconds, micros = divmod(int(round(t * 1_000_000)), 1_000_000)
+    return f"{to_rfc3339(seconds)[:-1]}.{micros:06d}Z"
 
 
 class LeaderElector:
@@ -91,7 +91,8 @@ class LeaderElector:
                          "renewTime": _micro(now)})
         if holder != cfg.identity:
             new_spec["acquireTime"] = _micro(now)
-            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+            # as client-go: every change of holder on an existing Lease counts, a released one included
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if lease is not None else 0)
         try:
             if lease is None:
                 self.cluster.create("Lease", {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

@@ -26,6 +26,14 @@ def test_one_leader_handover_on_expiry_and_release() -> None:
     assert not a.try_acquire_or_renew()
     b.release()
     assert a.try_acquire_or_renew()
+    assert cluster.get("Lease", "loadwise-scheduler", namespace="loadwise-system")["spec"]["leaseTransitions"] == 2
+
+
+def test_microtime_has_six_digits_even_when_rounding_up() -> None:
+    from scheduler.leader import _micro
+
+    assert _micro(1_700_000_000.9999997) == "2023-11-14T22:13:21.000000Z"
+    assert _micro(1_700_000_000.25) == "2023-11-14T22:13:20.250000Z"
 
 
 def test_renewals_keep_leadership() -> None:
