@@ -369,7 +369,7 @@ class Simulation:
         opts = self.options
         n_nodes, n_ticks = len(self.nodes), opts.ticks
         rec = RunRecord.empty(self.policy.name, self.workload, opts, n_ticks)
-        wall0, cpu0 = time.perf_counter(), time.process_time()
+        wall0, process0 = time.perf_counter(), time.process_time()
         phases = dict.fromkeys(("pods", "usage", "agent-record", "agent-report", "waterline", "scheduler"), 0.0)
         clock = time.perf_counter
         for k in range(n_ticks):
@@ -400,9 +400,9 @@ class Simulation:
             c5 = clock()
             placed = 0
             if self._pending:
-                cpu0 = time.thread_time()
+                session0 = time.thread_time()
                 result = self.scheduler.run_once()
-                wall, cpu_time = clock() - c5, time.thread_time() - cpu0
+                wall, cpu_time = clock() - c5, time.thread_time() - session0
                 placed = self._collect_bindings(t)
                 self._collect_evictions(t, by_waterline=False)
                 self.counters.sessions.append((wall, cpu_time, placed))
@@ -423,7 +423,7 @@ class Simulation:
             if progress is not None:
                 progress(1)
         rec.phase_seconds = {k: round(v, 3) for k, v in phases.items()}
-        rec.cpu_seconds = time.process_time() - cpu0
+        rec.cpu_seconds = time.process_time() - process0
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0, self.agents.reports,
                    self.waterline.ticks if self.waterline else 0)
         return rec
