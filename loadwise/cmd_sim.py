@@ -17,9 +17,9 @@ from typing import Any
 
 from common.config import ConfigError
 
-# Defaults sized to finish in well under a minute on 2 cores: 50 nodes from 11:00 to 17:00, across the
+# Defaults sized to finish in well under a minute on 2 cores: 40 nodes from 11:00 to 17:00, across the
 # afternoon peak (services peak around 14:00), so pods that wait out the peak are placed before the end.
-DEFAULT_NODES = 50
+DEFAULT_NODES = 40
 DEFAULT_HOURS = 6.0
 DEFAULT_START_HOUR = 11.0
 
