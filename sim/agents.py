@@ -67,7 +67,13 @@ class SimAgents:
         self.stores[node].record(t, sample)
 
     def due(self, tick: int) -> list[int]:
-        """Nodes whose agent reports on tick number ``tick``."""
+        """Nodes whose agent reports on tick number ``tick``.
+
+        On the first tick every agent reports: agents run before the simulated pods arrive, and a node whose
+        NodeMetric has never been updated counts as expired, which would close it to the first burst of pods.
+        """
+        if tick == 0:
+            return list(range(len(self.nodes)))
         phase = tick % self._period_ticks
         return [i for i, p in enumerate(self._phase) if p == phase]
 
