@@ -46,11 +46,14 @@ NODE_TYPES: tuple[tuple[str, int, int, float], ...] = (
 )
 ZONES = ("zone-a", "zone-b", "zone-c")
 PROD_PRIORITY = 9500
-BATCH_PRIORITY = 5500
+# Batch jobs here request ordinary cpu/memory, as Volcano jobs do.  Koordinator's batch band (5000-5999) is for
+# pods that request kubernetes.io/batch-cpu/-memory: its load estimator reads those and would estimate a
+# band-5500 pod asking for plain cpu at 250m whatever it requests.  So batch sits just above that band.
+BATCH_PRIORITY = 6000
 FREE_PRIORITY = 3500
-# name -> value; the simulator creates these PriorityClass objects and sets spec.priority as admission would.
 # Batch and best-effort streams start this long before t = 0 (longer than any batch job runs).
 WARM_START_SECONDS = 6 * 3600.0
+# name -> value; the simulator creates these PriorityClass objects and sets spec.priority as admission would.
 PRIORITY_CLASSES = {"loadwise-prod": PROD_PRIORITY, "loadwise-batch": BATCH_PRIORITY, "loadwise-free": FREE_PRIORITY}
 
 
