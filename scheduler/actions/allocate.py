@@ -7,11 +7,8 @@ what is idle now are preferred; nodes that fit only once releasing pods leave yi
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 from scheduler.framework.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
-from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best
+from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best, single_node
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
@@ -38,7 +35,7 @@ class Allocate:
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue
-            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not _gated(t)]
+            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not t.gated]
             if not pending:
                 continue
             worksheets[job.uid] = ssn.task_queue(pending)
@@ -123,18 +120,8 @@ class Allocate:
         node = ssn.node_by_name.get(name) if name else None
         if node is None:
             return None
-        ev = evaluate_nodes(ssn, task, mode="allocate", candidates=_only(len(ssn.nodes), node.index))
+        ev = evaluate_nodes(ssn, task, mode="allocate", candidates=single_node(len(ssn.nodes), node.index))
         return node if ev.feasible[node.index] else None
-
-
-def _only(n: int, i: int) -> npt.NDArray[np.bool_]:
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[i] = True
-    return mask
-
-
-def _gated(task: TaskInfo) -> bool:
-    return bool((task.pod.raw.get("spec") or {}).get("schedulingGates"))
 
 
 @register_action("allocate")

@@ -45,7 +45,7 @@ class Backfill:
             jobs.sort(key=functools.cmp_to_key(ssn.job_order))
             for job in jobs:
                 tasks = [t for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)
-                         if t.best_effort and not (t.pod.raw.get("spec") or {}).get("schedulingGates")]
+                         if t.best_effort and not t.gated]
                 out.extend(ssn.sorted_tasks(tasks))
         return out
 

@@ -9,12 +9,12 @@ from collections.abc import Callable
 import numpy as np
 
 from scheduler.framework.api import PREEMPTABLE_STATUS, JobInfo, QueueInfo, TaskInfo, TaskStatus
-from scheduler.framework.evaluate import evaluate_nodes, score_nodes
+from scheduler.framework.evaluate import evaluate_nodes, score_nodes, single_node
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
 
-from .victims import candidate_nodes, covers, evict_until_fits, may_preempt, only
+from .victims import candidate_nodes, covers, evict_until_fits, may_preempt
 
 __all__ = ["Preempt"]
 
@@ -35,7 +35,7 @@ class Preempt:
                 continue
             if not ssn.job_starving(job):
                 continue
-            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not _gated(t)]
+            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.gated]
             if not pending:
                 continue
             tasks[job.uid] = ssn.task_queue(pending)
@@ -89,7 +89,7 @@ class Preempt:
             def fits(node_index: int = i) -> bool:
                 if not ssn.allocatable(queue, task):
                     return False
-                ev = evaluate_nodes(ssn, task, mode="allocate", candidates=only(len(ssn.nodes), node_index))
+                ev = evaluate_nodes(ssn, task, mode="allocate", candidates=single_node(len(ssn.nodes), node_index))
                 return bool(ev.feasible[node_index])
 
             node_stmt = evict_until_fits(ssn, task, node, victims, fits, "preempt")
@@ -125,10 +125,6 @@ def _within_job(ssn: Session, preemptor: TaskInfo) -> VictimFilter:
         return (_base_ok(preemptor, victim) and victim.job == preemptor.job and victim.job in ssn.jobs
                 and victim.priority < preemptor.priority)
     return accept
-
-
-def _gated(task: TaskInfo) -> bool:
-    return bool((task.pod.raw.get("spec") or {}).get("schedulingGates"))
 
 
 @register_action("preempt")

@@ -31,8 +31,7 @@ class Reclaim:
                 seen.add(job.queue)
                 queues.push(ssn.queues[job.queue])
             if ssn.job_starving(job):
-                pending = [t for t in job.tasks_in(TaskStatus.PENDING)
-                           if not (t.pod.raw.get("spec") or {}).get("schedulingGates")]
+                pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.gated]
                 if pending:
                     jobs.setdefault(job.queue, ssn.job_queue()).push(job)
                     tasks[job.uid] = ssn.task_queue(pending)
@@ -51,7 +50,7 @@ class Reclaim:
                 task = tq.pop()
                 if task.status is not TaskStatus.PENDING:
                     continue
-                if (task.pod.raw.get("spec") or {}).get("preemptionPolicy") == "Never":
+                if task.never_preempts:
                     continue
                 if not ssn.preemptive(queue, task) or pre_predicate(ssn, task) is not None:
                     continue

@@ -13,21 +13,15 @@ from scheduler.framework.evaluate import evaluate_nodes, pre_predicate
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
 
-__all__ = ["may_preempt", "candidate_nodes", "covers", "evict_until_fits", "only"]
+__all__ = ["may_preempt", "candidate_nodes", "covers", "evict_until_fits"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def only(n: int, i: int) -> BoolArray:
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[i] = True
-    return mask
-
-
 def may_preempt(ssn: Session, task: TaskInfo) -> bool:
     """``preemptionPolicy: Never`` opts out; a pod already nominated waits while lower-priority victims terminate."""
-    if (task.pod.raw.get("spec") or {}).get("preemptionPolicy") == "Never":
+    if task.never_preempts:
         return False
     node = ssn.node_by_name.get(task.nominated_node) if task.nominated_node else None
     if node is not None:

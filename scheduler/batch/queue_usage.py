@@ -18,7 +18,7 @@ __all__ = ["QueueUsage", "is_gated", "gated_request", "deduct_gated", "job_inque
 
 def is_gated(task: TaskInfo) -> bool:
     """A pod held back by a kube scheduling gate is not a scheduling candidate yet."""
-    return bool((task.pod.raw.get("spec") or {}).get("schedulingGates"))
+    return task.gated
 
 
 def gated_request(job: JobInfo) -> Resources:

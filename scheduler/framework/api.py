@@ -127,6 +127,16 @@ class TaskInfo:
         return self.pod.key
 
     @property
+    def gated(self) -> bool:
+        """Held back by a kube scheduling gate: not a scheduling candidate yet."""
+        return bool((self.pod.raw.get("spec") or {}).get("schedulingGates"))
+
+    @property
+    def never_preempts(self) -> bool:
+        """``preemptionPolicy: Never``: the pod waits instead of evicting anything."""
+        return (self.pod.raw.get("spec") or {}).get("preemptionPolicy") == "Never"
+
+    @property
     def init_resreq(self) -> Resources:
         # PodView.requests already folds init containers (max) and overhead in, as kube does.
         return self.resreq

@@ -16,7 +16,7 @@ from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, F
 if TYPE_CHECKING:
     from .session import ExplainRecord, Session
 
-__all__ = ["Evaluation", "evaluate_nodes", "score_nodes", "select_best", "pre_predicate"]
+__all__ = ["Evaluation", "evaluate_nodes", "score_nodes", "select_best", "pre_predicate", "single_node"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -50,6 +50,13 @@ class Evaluation:
         for i in np.flatnonzero(~self.feasible).tolist():
             errors.add(self.node_names[i], self.statuses(i))
         return errors
+
+
+def single_node(n: int, i: int) -> BoolArray:
+    """A candidate mask holding node ``i`` only."""
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[i] = True
+    return mask
 
 
 def pre_predicate(ssn: Session, task: TaskInfo) -> Status | None:
