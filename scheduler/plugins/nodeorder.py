@@ -32,10 +32,11 @@ from scheduler.framework.session import Session
 from scheduler.scoring.balanced import balanced_allocation
 from scheduler.scoring.inputs import scoring_inputs
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
-from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy, score_strategy
+from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy
 
 from .interpodaffinity import InterPodAffinityCheck
 from .nodeaffinity import AffinityCheck
+from .noderesources import strategy_scorer
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
 from .tainttoleration import TaintCheck
 
@@ -92,21 +93,6 @@ class ImageLocality:
         return (100 * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(np.int64)
 
 
-def _resource_scorer(ssn: Session, strategy: ScoringStrategy) -> Scorer:
-    arr = ssn.arrays
-    memo = RowCache(arr)
-
-    def score(task: TaskInfo) -> IntArray:
-        def compute(rows: IntArray | None) -> IntArray:
-            sel = slice(None) if rows is None else rows
-            alloc, node_req, pod_vec, active = scoring_inputs(
-                strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
-                arr.nonzero_requested[sel], non_zero=True)
-            return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
-        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute)
-    return score
-
-
 def _balanced_scorer(ssn: Session) -> Scorer:
     arr = ssn.arrays
     memo = RowCache(arr)
@@ -134,9 +120,9 @@ class NodeOrder:
         w = self.weights
         parts: list[tuple[int, Scorer]] = []
         if w.least_requested:
-            parts.append((w.least_requested, _resource_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))))
+            parts.append((w.least_requested, strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))))
         if w.most_requested:
-            parts.append((w.most_requested, _resource_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
+            parts.append((w.most_requested, strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
         if w.balanced_resource:
             parts.append((w.balanced_resource, _balanced_scorer(ssn)))
         if w.node_affinity:

@@ -8,7 +8,7 @@ session's own future-idle check does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,9 +21,9 @@ from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import fit_filter
 from scheduler.scoring.inputs import scoring_inputs
-from scheduler.scoring.resource_fit import parse_scoring_strategy, score_strategy
+from scheduler.scoring.resource_fit import ScoringStrategy, parse_scoring_strategy, score_strategy
 
-__all__ = ["NodeResources"]
+__all__ = ["NodeResources", "strategy_scorer"]
 
 NAME = "noderesources"
 IntArray = npt.NDArray[np.int64]
@@ -35,6 +35,23 @@ def _names(raw: Any, key: str) -> tuple[str, ...]:
     if not isinstance(raw, Sequence) or isinstance(raw, str) or not all(isinstance(x, str) for x in raw):
         raise ValueError(f"{NAME} argument {key}: must be a list of strings")
     return tuple(raw)
+
+
+def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskInfo], IntArray]:
+    """A scoring strategy's 0..100 per node over the session's arrays (non-zero cpu/memory defaults, §2a),
+    memoised per pod signature and recomputed only on nodes changed since the last identical pod."""
+    arr = ssn.arrays
+    memo = RowCache(arr)
+
+    def score(task: TaskInfo) -> IntArray:
+        def compute(rows: IntArray | None) -> IntArray:
+            sel = slice(None) if rows is None else rows
+            alloc, node_req, pod_vec, active = scoring_inputs(
+                strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
+                arr.nonzero_requested[sel], non_zero=True)
+            return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
+        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute)
+    return score
 
 
 class NodeResources:
@@ -59,16 +76,10 @@ class NodeResources:
                 return [(code, r) for r in res.reasons(i)]
             return FilterResult(res.mask, lazy=reasons)
 
-        memo = RowCache(arr)
+        strategy = strategy_scorer(ssn, self.strategy)
 
         def score(task: TaskInfo) -> IntArray:
-            def compute(rows: IntArray | None) -> IntArray:
-                sel = slice(None) if rows is None else rows
-                alloc, node_req, pod_vec, active = scoring_inputs(
-                    self.strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
-                    arr.nonzero_requested[sel], non_zero=True)
-                return score_strategy(self.strategy, alloc, node_req + pod_vec[None, :], active)
-            out: IntArray = memo.get((task.pod.requests, task.pod.nonzero_requests), compute) * self.weight
+            out: IntArray = strategy(task) * self.weight
             return out
 
         ssn.add_vector_predicate_fn(NAME, predicate)
