@@ -118,6 +118,21 @@ def _table_html(rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _waiting_html(records: Sequence[RunRecord]) -> str:
+    """Why the pods still waiting at the end were not placed: the scheduler's last message, grouped by reason."""
+    rows = [["policy", "pods waiting at the end", "reason (scheduler's last fit message)", "pods"]]
+    for rec in records:
+        reasons = sorted(rec.unschedulable_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        if not reasons:
+            rows.append([rec.policy, str(rec.pending_end), "(no scheduler message yet)" if rec.pending_end else "none", ""])
+            continue
+        for i, (reason, n) in enumerate(reasons):
+            rows.append([rec.policy if i == 0 else "", str(rec.pending_end) if i == 0 else "", reason, str(n)])
+    if all(rec.pending_end == 0 for rec in records):
+        return "<h2>Pods waiting at the end</h2><p>None: every submitted pod was placed by every policy.</p>"
+    return "<h2>Pods waiting at the end</h2>" + _table_html(rows)
+
+
 def render_html(
     records: Sequence[RunRecord],
     results: Sequence[Measures],
@@ -137,6 +152,7 @@ def render_html(
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in workload_notes)
     cites = "".join(f"<li>{html.escape(s)}</li>" for s in sources)
     settings_rows = [["setting", "value"], *[[k, str(v)] for k, v in settings.items()]]
+    waiting = _waiting_html(records)
     imgs = [
         ("Per-policy comparison", plot_bars(results)),
         ("Hotspots over time", plot_hotspots(records)),
@@ -162,6 +178,7 @@ dt {{ font-weight: 600; margin-top: 0.4em; }}
 {_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(no <code>requests</code> baseline in this comparison)</p>"}
 <h2>Measures</h2>
 {_table_html(table(results))}
+{waiting}
 {figures}
 <h2>Definitions</h2><dl>{definitions}</dl>
 <h2>Workload</h2><ul>{notes}</ul>

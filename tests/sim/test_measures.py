@@ -84,3 +84,16 @@ def test_comparison_and_table() -> None:
     assert rows[1][0].startswith("hotspot node-minutes") and rows[1][1:] == ["2", "0"]
     assert reduction(0.0, 5.0) is None and reduction(10.0, 2.5) == 75.0
     assert comparison([other]) == {}
+
+
+def test_report_lists_why_pods_still_wait() -> None:
+    from sim.html import _waiting_html
+
+    rec = _record("loadaware")
+    rec.unschedulable_reasons = {"node(s) had too high usage": 1}
+    page = _waiting_html([_record("requests"), rec])
+    assert "Pods waiting at the end" in page
+    assert "node(s) had too high usage</td><td>1</td>" in page
+    done = _record()
+    done.pending_end = 0
+    assert "every submitted pod was placed" in _waiting_html([done])
