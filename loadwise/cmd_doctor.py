@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
 
 
-def _api_checks(args: argparse.Namespace, node: str) -> list[Check]:
+def _api_checks(args: argparse.Namespace, node: str, config: AgentConfig) -> list[Check]:
     if args.no_api:
         return [Check("api", "skip", "--no-api")]
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
@@ -48,7 +48,8 @@ def _api_checks(args: argparse.Namespace, node: str) -> list[Check]:
 
     if all(c.verdict == FAIL for c in checks):
         return checks  # unreachable: RBAC reviews would only repeat the failure
-    return checks + check_rbac(review)
+    enforce = config.waterline.enabled and not config.waterline.dry_run
+    return checks + check_rbac(review, enforce=enforce)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
 
     node = resolve_node_name(args.node, config)
     host, layout = check_host(config)
-    checks = [Check("node", "ok", node), *host, *_api_checks(args, node)]
+    checks = [Check("node", "ok", node), *host, *_api_checks(args, node, config)]
     failed = any(c.verdict == FAIL for c in checks)
     if args.output == "json":
         doc = {

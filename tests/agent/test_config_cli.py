@@ -175,3 +175,16 @@ def test_doctor_api_and_rbac_checks() -> None:
     checks = check_rbac(lambda a: (a.verb, a.resource, a.subresource) not in denied)
     assert len(checks) == len(AGENT_API_ACCESS)
     assert [c.name for c in checks if c.verdict == "fail"] == ["rbac: patch nodemetrics/status.slo.loadwise.io"]
+
+
+def test_doctor_rbac_in_observe_mode_passes_the_enforce_only_denials() -> None:
+    enforce_only = {(a.verb, a.resource, a.subresource) for a in AGENT_API_ACCESS if a.enforce_only}
+    assert enforce_only == {("patch", "nodes", ""), ("patch", "nodes", "status"), ("create", "pods", "eviction")}
+    observe_role = lambda a: (a.verb, a.resource, a.subresource) not in enforce_only  # noqa: E731
+    assert [c.verdict for c in check_rbac(observe_role, enforce=False)] == ["ok"] * len(AGENT_API_ACCESS)
+    notes = [c.detail for c in check_rbac(observe_role, enforce=False) if "observe mode" in c.detail]
+    assert len(notes) == 3
+    # enforce mode needs them, and observe mode still needs everything else
+    assert sum(c.verdict == "fail" for c in check_rbac(observe_role, enforce=True)) == 3
+    no_report = lambda a: a.resource != "nodemetrics"  # noqa: E731
+    assert {c.verdict for c in check_rbac(no_report, enforce=False) if "nodemetrics" in c.name} == {"fail"}
