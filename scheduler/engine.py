@@ -16,8 +16,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from common.clock import Clock
 from common.cluster import Cluster
+from scheduler.batch.writeback import podgroup_phase_after
 from scheduler.conf import ConfHolder, SchedulerConf
 from scheduler.framework.api import TaskStatus
+from scheduler.framework.memo import SessionMemo
 from scheduler.framework.plugin import actions
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
@@ -28,6 +30,9 @@ from .cache import SchedulerCache
 from .writeback import WriteBack, WriteBackStats, pending_message
 
 __all__ = ["Scheduler", "SessionResult", "SchedulerMetrics"]
+
+# task statuses a session reports on: still waiting, or bound by it
+_REPORTED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,7 @@ class SchedulerMetrics:
                                          buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.attempts = Counter("loadwise_scheduler_schedule_attempts_total",
                                 "Pending pods considered, by result", ["result"], registry=r)
+        self._attempt_results: dict[str, Counter] = {}
         self.evictions = Counter("loadwise_scheduler_evictions_total", "Preemption/reclaim evictions accepted",
                                  registry=r)
         self.bind_failures = Counter("loadwise_scheduler_bind_failures_total", "Bindings rejected by the API",
@@ -67,6 +73,13 @@ class SchedulerMetrics:
         self.freshness = NodeMetricFreshness(r)
         self.queue_allocated = Gauge("loadwise_scheduler_queue_allocated", "Resources allocated to a queue",
                                      ["queue", "resource"], registry=r)
+
+    def attempt(self, result: str) -> Counter:
+        """The ``schedule_attempts_total`` child of ``result`` (made on first use, then kept: ``labels()`` is slow)."""
+        child = self._attempt_results.get(result)
+        if child is None:
+            child = self._attempt_results[result] = self.attempts.labels(result)
+        return child
 
 
 class Scheduler:
@@ -86,6 +99,8 @@ class Scheduler:
         self.events = EventLimiter(cluster, clock.now)
         self.binder = Binder(cluster, self.cache, self.events, sleep=sleep)
         self.writeback = WriteBack(cluster, self.events) if write_back else None
+        # derived values sessions reuse for objects the cache did not replace (see scheduler.framework.memo)
+        self.memo = SessionMemo()
         self._started = False
 
     @property
@@ -110,7 +125,8 @@ class Scheduler:
         snap = snapshot if snapshot is not None else self.cache.snapshot()
         self.sessions += 1
         return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,
-                       seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}")
+                       seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}",
+                       memo=self.memo)
 
     def run_once(self) -> SessionResult:
         self.start()
@@ -129,21 +145,21 @@ class Scheduler:
         bound = dict(stats.bound)
         pending = 0
         for job in ssn.jobs.values():
-            for task in job.tasks.values():
-                if task.pod.node_name or task.pod.terminal:
-                    continue
-                if task.key in bound:
-                    result.placements[task.key] = bound[task.key]
-                    self.metrics.attempts.labels("scheduled").inc()
-                elif task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
-                    result.placements[task.key] = None
-                    result.pending_messages[task.key] = pending_message(ssn, job, task)[1]
-                    pending += 1
-                    self.metrics.attempts.labels("unschedulable").inc()
+            # only a task left Pending/Pipelined/Allocated, or bound in this session (Binding), is reported
+            if job.count(*_REPORTED) > 0:
+                for task in job.tasks.values():
+                    if task.pod.node_name or task.pod.terminal:
+                        continue
+                    if task.key in bound:
+                        result.placements[task.key] = bound[task.key]
+                        self.metrics.attempt("scheduled").inc()
+                    elif task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
+                        result.placements[task.key] = None
+                        result.pending_messages[task.key] = pending_message(ssn, job, task)[1]
+                        pending += 1
+                        self.metrics.attempt("unschedulable").inc()
             if job.podgroup is not None:
-                from .writeback import podgroup_status
-
-                result.podgroup_phases[job.uid] = str(podgroup_status(ssn, job)["phase"])
+                result.podgroup_phases[job.uid] = podgroup_phase_after(job).value
         result.evictions = list(ssn.evicted)
         result.bind_failures = dict(stats.failed)
         self.metrics.evictions.inc(len(ssn.evicted))

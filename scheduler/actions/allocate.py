@@ -30,13 +30,14 @@ class Allocate:
                 if enqueue_configured:
                     continue
                 job.phase = "Inqueue"
-            if ssn.job_valid(job) is not None:
+            # a job without a pending task that needs resources has nothing to allocate, valid or not
+            if job.count(TaskStatus.PENDING) <= job.pending_best_effort_num():
+                continue
+            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not t.gated]
+            if not pending or ssn.job_valid(job) is not None:
                 continue
             queue = ssn.queues.get(job.queue)
             if queue is None:
-                continue
-            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not t.gated]
-            if not pending:
                 continue
             worksheets[job.uid] = ssn.task_queue(pending)
             if job.queue not in jobs_by_queue:

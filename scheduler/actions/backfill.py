@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.framework.api import TaskInfo, TaskStatus
+from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
 from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import Session
@@ -37,15 +37,28 @@ class Backfill:
 
     @staticmethod
     def _candidates(ssn: Session) -> list[TaskInfo]:
+        """Best-effort pending (or pipelined) tasks, queue by queue in queue order, job by job in job order.
+
+        Only jobs that hold such a task are validated and sorted: the others contribute nothing, and since the job
+        order is total (it ends on creation time and uid) the candidates' relative order is the same either way."""
+        by_queue: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
+        for job in ssn.jobs.values():
+            if not (job.pending_best_effort_num() or job.waiting_task_num()) or job.is_pending():
+                continue
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) if t.best_effort and not t.gated]
+            if tasks and ssn.job_valid(job) is None:
+                by_queue.setdefault(job.queue, []).append((job, tasks))
+        if not by_queue:
+            return []
         queues = sorted((q for q in ssn.queues.values()), key=functools.cmp_to_key(ssn.queue_order))
         out: list[TaskInfo] = []
         for queue in queues:
-            jobs = [j for j in ssn.jobs.values() if j.queue == queue.name and not j.is_pending()
-                    and ssn.job_valid(j) is None]
-            jobs.sort(key=functools.cmp_to_key(ssn.job_order))
-            for job in jobs:
-                tasks = [t for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED)
-                         if t.best_effort and not t.gated]
+            jobs = by_queue.get(queue.name)
+            if not jobs:
+                continue
+            order = functools.cmp_to_key(ssn.job_order)
+            jobs.sort(key=lambda pair: order(pair[0]))
+            for _, tasks in jobs:
                 out.extend(ssn.sorted_tasks(tasks))
         return out
 

@@ -26,7 +26,7 @@ from scheduler.batch.lifecycle import (
     queue_state_after,
     queue_status_counts,
 )
-from scheduler.framework.api import ALLOCATED_STATUS, SCHEDULED_STATUS, JobInfo, QueueInfo, TaskStatus
+from scheduler.framework.api import SCHEDULED_STATUS, JobInfo, QueueInfo, TaskStatus
 
 __all__ = [
     "UNSCHEDULABLE",
@@ -134,12 +134,15 @@ def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) ->
     When a ``root`` queue exists the queues form a tree through ``spec.parent`` (default ``root``) and every
     ancestor accumulates its descendants' allocation.
     """
-    own: dict[str, Resources] = {name: Resources() for name in queues}
+    sums: dict[str, dict[str, int]] = {name: {} for name in queues}
     for job in jobs:
-        if job.queue not in own:
+        acc = sums.get(job.queue)
+        # job.allocated is the sum of its Allocated/Binding/Bound/Running tasks' requests, kept by JobInfo
+        if acc is None or not job.allocated:
             continue
-        for t in job.tasks_in(*ALLOCATED_STATUS):
-            own[job.queue] = own[job.queue] + t.resreq
+        for k, v in job.allocated.items():
+            acc[k] = acc.get(k, 0) + v
+    own: dict[str, Resources] = {name: Resources(acc) for name, acc in sums.items()}
     if "root" not in queues:
         return own
     out = dict(own)

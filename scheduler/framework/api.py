@@ -19,6 +19,8 @@ import numpy.typing as npt
 from common.objects import NodeView, PodGroupView, PodView, QueueView
 from common.resources import CPU, MEMORY, PODS, Resources
 
+from .snapshot import job_id_of
+
 if TYPE_CHECKING:
     from .arrays import NodeArrays
     from .status import FitErrors
@@ -34,6 +36,7 @@ __all__ = [
     "TASK_PRIORITY_KEY",
     "task_status_of",
     "TaskInfo",
+    "TaskTemplate",
     "JobInfo",
     "NodeInfo",
     "QueueInfo",
@@ -58,11 +61,18 @@ class TaskStatus(enum.Enum):
     FAILED = "Failed"
     UNKNOWN = "Unknown"
 
+    # Members are singletons compared by identity, so the identity hash is consistent with equality; Enum's own
+    # hash (of the member name) runs in Python and statuses are hashed in every task-index lookup.
+    __hash__ = object.__hash__
+
 
 ALLOCATED_STATUS = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 SCHEDULED_STATUS = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 PREEMPTABLE_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 COMPLETED_STATUS = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+_READY_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
+                           TaskStatus.SUCCEEDED})
+_VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 # statuses whose request occupies the node (everything except Pending, Pipelined and the terminal ones)
 _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                       TaskStatus.RELEASING, TaskStatus.UNKNOWN})
@@ -143,12 +153,39 @@ class TaskInfo:
 
     @classmethod
     def from_pod(cls, pod: PodView, job: str, columns: Mapping[str, int]) -> TaskInfo:
+        return TaskTemplate.of(pod, columns).task(pod, job)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TaskTemplate:
+    """Everything a :class:`TaskInfo` derives from its pod and the session's resource columns, so that sessions can
+    reuse it for a pod object they already saw (:meth:`task` makes the session's mutable task from it).  ``vector``
+    is read-only: every task made from the template shares it."""
+
+    uid: str
+    resreq: Resources
+    status: TaskStatus
+    node_name: str
+    priority: int
+    preemptable: bool
+    role: str
+    best_effort: bool
+    vector: npt.NDArray[np.int64] = field(repr=False)
+    nonzero: tuple[int, int]
+    nominated_node: str
+    names: frozenset[str]   # the resource names the pod requests
+    job_id: str             # the job the pod belongs to when the scheduler owns it (:func:`job_id_of`)
+    grouped: bool           # the pod names a PodGroup (else it is a group of one)
+
+    @classmethod
+    def of(cls, pod: PodView, columns: Mapping[str, int]) -> TaskTemplate:
         req = pod.requests + Resources({PODS: 1})
         vec = np.zeros(len(columns), dtype=np.int64)
         for name, v in req.items():
             j = columns.get(name)
             if j is not None:
                 vec[j] = v
+        vec.flags.writeable = False
         prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
         priority = pod.priority if "priority" in (pod.raw.get("spec") or {}) else 1
         if prio_text is not None:
@@ -159,8 +196,6 @@ class TaskInfo:
         flag = _flag(pod, PREEMPTABLE_KEY)
         return cls(
             uid=pod.uid or pod.key,
-            job=job,
-            pod=pod,
             resreq=req,
             status=task_status_of(pod),
             node_name=pod.node_name,
@@ -171,7 +206,14 @@ class TaskInfo:
             vector=vec,
             nonzero=(pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0)),
             nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
+            names=frozenset(pod.requests),
+            job_id=job_id_of(pod),
+            grouped=bool(pod.group_name),
         )
+
+    def task(self, pod: PodView, job: str) -> TaskInfo:
+        return TaskInfo(self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority, self.preemptable,
+                        self.role, self.best_effort, self.vector, self.nonzero, self.nominated_node)
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")
@@ -220,34 +262,70 @@ class JobInfo:
     job_fit_error: str = ""
     unschedulable: bool = False   # gang marked it unschedulable in this session
     schedule_start: float | None = None
+    # counts the readiness checks read on every comparison, kept current by add_task/update_task_status
+    _ready: int = field(default=0, init=False, repr=False)
+    _waiting: int = field(default=0, init=False, repr=False)
+    _valid: int = field(default=0, init=False, repr=False)
+    _pending_best_effort: int = field(default=0, init=False, repr=False)
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
 
+    def _tally(self, task: TaskInfo, status: TaskStatus, delta: int) -> None:
+        if status in _READY_STATUS:
+            self._ready += delta
+        elif status is TaskStatus.PIPELINED:
+            self._waiting += delta
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self._pending_best_effort += delta
+        if status in _VALID_STATUS:
+            self._valid += delta
+
+    def _put(self, task: TaskInfo, status: TaskStatus) -> None:
+        bucket = self.index.get(status)
+        if bucket is None:
+            bucket = self.index[status] = {}
+        prev = bucket.get(task.uid)
+        if prev is not None:
+            self._tally(prev, status, -1)
+        bucket[task.uid] = task
+        self._tally(task, status, 1)
+
     def add_task(self, task: TaskInfo) -> None:
         self.tasks[task.uid] = task
-        self.index.setdefault(task.status, {})[task.uid] = task
-        if task.status in ALLOCATED_STATUS:
-            self.allocated = self.allocated + task.resreq
+        status = task.status
+        self._put(task, status)
+        if status in ALLOCATED_STATUS:
+            # Resources() + x has x's entries in x's order, and values are immutable: x itself will do
+            self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         old = task.status
         bucket = self.index.get(old)
         if bucket is not None:
-            bucket.pop(task.uid, None)
+            prev = bucket.pop(task.uid, None)
+            if prev is not None:
+                self._tally(prev, old, -1)
         if old in ALLOCATED_STATUS:
             self.allocated = self.allocated - task.resreq
         task.status = status
-        self.index.setdefault(status, {})[task.uid] = task
+        self._put(task, status)
         if status in ALLOCATED_STATUS:
-            self.allocated = self.allocated + task.resreq
+            self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
 
     def count(self, *statuses: TaskStatus) -> int:
-        return sum(len(self.index.get(s, ())) for s in statuses)
+        n = 0
+        for s in statuses:
+            bucket = self.index.get(s)
+            if bucket:
+                n += len(bucket)
+        return n
 
     def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
         out: list[TaskInfo] = []
         for s in statuses:
-            out.extend(self.index.get(s, {}).values())
+            bucket = self.index.get(s)
+            if bucket:
+                out.extend(bucket.values())
         return out
 
     # ---- readiness (§2.7) ---------------------------------------------------------------------------------------
@@ -257,26 +335,27 @@ class JobInfo:
         return self.uid
 
     def ready_task_num(self) -> int:
-        return self.count(TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
-                          TaskStatus.SUCCEEDED)
+        """Bound, Binding, Running, Allocated and Succeeded tasks."""
+        return self._ready
 
     def waiting_task_num(self) -> int:
-        return self.count(TaskStatus.PIPELINED)
+        return self._waiting
 
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.index.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+        return self._pending_best_effort
 
     def valid_task_num(self) -> int:
-        return self.count(*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING)
+        """Allocated, Binding, Bound, Running, Succeeded, Pipelined and Pending tasks."""
+        return self._valid
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        return self._ready + self._pending_best_effort >= self.min_available
 
     def is_pipelined(self) -> bool:
-        return self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        return self._waiting + self._ready + self._pending_best_effort >= self.min_available
 
     def is_starving(self) -> bool:
-        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+        return self._waiting + self._ready < self.min_available
 
     def is_pending(self) -> bool:
         """Not admitted yet.  A pod's group of one (no PodGroup object) starts Pending like the PodGroup Volcano's
@@ -301,6 +380,8 @@ class JobInfo:
         return counts
 
     def check_task_valid(self) -> bool:
+        if not self.min_task_member:   # no role minimum to check (permissive or not, the answer is yes)
+            return True
         if self._roles_permissive():
             return True
         counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED,
@@ -308,12 +389,16 @@ class JobInfo:
         return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
 
     def check_task_ready(self) -> bool:
+        if not self.min_task_member:
+            return True
         if self._roles_permissive():
             return True
         counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED], empty_pending=True)
         return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
 
     def check_task_pipelined(self) -> bool:
+        if not self.min_task_member:
+            return True
         if self._roles_permissive():
             return True
         counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED],
@@ -321,6 +406,8 @@ class JobInfo:
         return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
 
     def check_task_starving(self) -> bool:
+        if not self.min_task_member:
+            return False
         if self._roles_permissive():
             return False
         counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED])

@@ -85,6 +85,29 @@ class NodeArrays:
         self.nonzero_requested[i, 1] += nonzero[1]
         self.task_count[i] += 1
 
+    def add_many(self, rows: Sequence[int], vectors: Sequence[IntArray], statuses: Sequence[TaskStatus],
+                 nonzero: Sequence[tuple[int, int]]) -> None:
+        """``add`` for each (row, vector, status, nonzero) in turn, as a few array operations."""
+        if not rows:
+            return
+        self.changes.extend(rows)
+        rows_a = np.asarray(rows, dtype=np.int64)
+        vecs = np.stack(vectors)
+        on = np.fromiter((on_node(s) for s in statuses), dtype=np.bool_, count=len(rows))
+        piped = np.fromiter((s is TaskStatus.PIPELINED for s in statuses), dtype=np.bool_, count=len(rows))
+        releasing = np.fromiter((s is TaskStatus.RELEASING for s in statuses), dtype=np.bool_, count=len(rows))
+        if piped.any():
+            np.add.at(self.pipelined, rows_a[piped], vecs[piped])
+        on &= ~piped
+        if on.any():
+            r, v = rows_a[on], vecs[on]
+            np.subtract.at(self.idle, r, v)
+            np.add.at(self.used, r, v)
+            np.add.at(self.nonzero_requested, r, np.asarray(nonzero, dtype=np.int64).reshape(-1, 2)[on])
+            np.add.at(self.task_count, r, 1)
+        if releasing.any():
+            np.add.at(self.releasing, rows_a[releasing], vecs[releasing])
+
     def remove(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
         self.changes.append(i)
         if status is TaskStatus.PIPELINED:

@@ -23,10 +23,11 @@ from common.objects import NodeView
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 
-from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, compare_tasks
+from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, TaskTemplate, compare_tasks
 from .arrays import NodeArrays, resource_columns
+from .memo import SessionMemo
 from .plugin import Arguments, Plugin, plugin_builders
-from .snapshot import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, Snapshot, job_id_of, job_priority
+from .snapshot import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, Snapshot, job_priority
 from .status import FilterResult, FitErrors, Status
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
@@ -37,6 +38,12 @@ log = logging.getLogger(__name__)
 ABSTAIN, PERMIT, REJECT = 0, 1, -1
 T = TypeVar("T")
 IntArray = npt.NDArray[np.int64]
+_NO_RESOURCES = Resources()
+
+
+def _total_allocatable(memo: SessionMemo, snap: Snapshot) -> Resources:
+    """``snap.total_allocatable()``, reused while the snapshot holds the very same node objects."""
+    return memo.for_objects("total-allocatable", snap.nodes, snap.total_allocatable)
 
 
 class SessionSink(Protocol):
@@ -122,8 +129,11 @@ _FLAGS = {
 class Session:
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, sink: SessionSink,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0, explain: bool = False,
-                 uid: str = "") -> None:
+                 uid: str = "", memo: SessionMemo | None = None) -> None:
         self.snapshot = snapshot
+        # what earlier sessions of the same scheduler derived from objects this snapshot still holds
+        self.memo = memo if memo is not None else SessionMemo()
+        self.memo.rotate()
         self.conf = conf
         self.clock = clock
         self.now = clock.now()
@@ -149,16 +159,26 @@ class Session:
     # ---- building ----------------------------------------------------------------------------------------------
 
     def _build(self, snap: Snapshot) -> None:
+        memo = self.memo
         names: set[str] = set()
         for n in snap.nodes:
             names.update(n.allocatable)
-        for p in snap.pods:
-            names.update(p.requests)
-        self.arrays = NodeArrays(resource_columns(names), [n.allocatable for n in snap.nodes])
+        templates = memo.table("task-template")
+        pods = snap.pods
+        found: list[TaskTemplate | None] = [templates.get(p) for p in pods]
+        for p, t in zip(pods, found, strict=True):
+            names.update(p.requests if t is None else t.names)
+        columns = resource_columns(names)
+        if memo.value("task-template-columns") != columns:
+            # task vectors are laid out on the columns: templates made for other columns are of no use
+            templates.clear()
+            memo.set_value("task-template-columns", columns)
+            found = [None] * len(pods)
+        self.arrays = NodeArrays(columns, [n.allocatable for n in snap.nodes])
         self.nodes: list[NodeInfo] = [NodeInfo(v, i, self.arrays) for i, v in enumerate(snap.nodes)]
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.node_names: list[str] = [n.name for n in self.nodes]
-        self.total_resource: Resources = snap.total_allocatable()
+        self.total_resource: Resources = _total_allocatable(memo, snap)
         self.queues: dict[str, QueueInfo] = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
         if DEFAULT_QUEUE not in self.queues:
             self.queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, 1, Resources(), Resources(), Resources(), True, 0,
@@ -175,28 +195,44 @@ class Session:
                 phase=pg.phase or "Pending", creation_time=pg.creation_time or 0.0,
                 preemptable=pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false",
             )
-        for pod in snap.pods:
-            ours = pod.scheduler_name == self.scheduler_name
-            if pod.terminal and not ours:
+        # tasks on a node, added to the node arrays at once after the loop
+        rows: list[int] = []
+        vectors: list[IntArray] = []
+        statuses: list[TaskStatus] = []
+        nonzero: list[tuple[int, int]] = []
+        jobs, node_by_name, sched = self.jobs, self.node_by_name, self.scheduler_name
+        for pod, t in zip(pods, found, strict=True):
+            ours = pod.scheduler_name == sched
+            terminal = pod.terminal
+            if terminal and not ours:
                 continue
-            jid = job_id_of(pod)
-            task = TaskInfo.from_pod(pod, jid if ours else "", col)
+            if t is None:
+                t = templates.put(pod, TaskTemplate.of(pod, col))
+            jid = t.job_id
+            task = t.task(pod, jid if ours else "")
             if ours:
-                job = self.jobs.get(jid)
-                if job is None and not pod.group_name:
+                job = jobs.get(jid)
+                if job is None and not t.grouped:
                     job = JobInfo(uid=jid, name=jid.split("/", 1)[1], namespace=pod.namespace, queue=DEFAULT_QUEUE,
                                   priority=job_priority(None, pod, snap), min_available=1, min_task_member={},
-                                  min_resources=Resources(), podgroup=None,
+                                  min_resources=_NO_RESOURCES, podgroup=None,
                                   phase="Pending" if task.status is TaskStatus.PENDING else "Running",
                                   creation_time=pod.creation_time or 0.0)
-                    self.jobs[jid] = job
+                    jobs[jid] = job
                 if job is not None:
                     job.add_task(task)
                     self.tasks[task.uid] = task
                 else:
                     task.job = ""
-            if task.node_name and task.node_name in self.node_by_name and not pod.terminal:
-                self.node_by_name[task.node_name].add_task(task)
+            if task.node_name and not terminal:
+                node = node_by_name.get(task.node_name)
+                if node is not None:
+                    node.tasks[task.uid] = task
+                    rows.append(node.index)
+                    vectors.append(task.vector)
+                    statuses.append(task.status)
+                    nonzero.append(task.nonzero)
+        self.arrays.add_many(rows, vectors, statuses, nonzero)
         for job in list(self.jobs.values()):
             if job.queue not in self.queues:
                 self.missing_queue[job.uid] = job.queue

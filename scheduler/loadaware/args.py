@@ -52,16 +52,21 @@ class LoadAwareArgs:
     supported_resources: tuple[str, ...] = ()
     respect_waterlines: bool = True
     waterline_margin: int = 5
+    _resource_names: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
-    @property
-    def resource_names(self) -> tuple[str, ...]:
-        """The sorted resource vector (§1.2): cpu, memory and every name any argument mentions."""
+    def __post_init__(self) -> None:
         names = {CPU, MEMORY}
         for m in (self.usage_thresholds, self.prod_usage_thresholds, self.aggregated.usage_thresholds,
                   self.resource_weights, self.estimated_scaling_factors):
             names.update(m)
         names.update(self.supported_resources)
-        return tuple(sorted(names))
+        object.__setattr__(self, "_resource_names", tuple(sorted(names)))
+
+    @property
+    def resource_names(self) -> tuple[str, ...]:
+        """The sorted resource vector (§1.2): cpu, memory and every name any argument mentions (the arguments are
+        immutable, so it is worked out once)."""
+        return self._resource_names
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:

@@ -20,8 +20,10 @@ from common.resources import Resources
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
 
-__all__ = ["AssignedPod", "AssignedPodCache", "NodeLoad", "node_load", "existing_load", "assigned_pod"]
+__all__ = ["AssignedPod", "AssignedPodCache", "MetricLoad", "NodeLoad", "metric_load", "node_load", "existing_load",
+           "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION"]
 
+RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
 AFTER_INIT_ANNOTATION = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
 AFTER_SCHED_ANNOTATION = "scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled"
 
@@ -64,8 +66,18 @@ def _seconds(pod: PodView, annotation: str, default: int | None, allow: bool) ->
     return default
 
 
+def enters_cache(pod: PodView) -> bool:
+    """Bound, not terminated, and not a reservation placeholder."""
+    return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
+
+
 def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> AssignedPod:
     """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time)."""
+    return assigned_entry(pod, node, now, args)[0]
+
+
+def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, bool]:
+    """:func:`assigned_pod`, and whether the entry depends on ``now`` (no PodScheduled time: it is stamped now)."""
     names = args.resource_names
     est = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
     scheduled = _condition_time(pod, "PodScheduled")
@@ -80,8 +92,9 @@ def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> As
         deadline = initialized + after_init
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
-    return AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
-                       pod.priority_class == PriorityClass.PROD, timestamp, deadline)
+    entry = AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
+                        pod.priority_class == PriorityClass.PROD, timestamp, deadline)
+    return entry, scheduled is None
 
 
 class AssignedPodCache:
@@ -129,9 +142,22 @@ def _vec(res: Mapping[str, int], names: Sequence[str]) -> IntArray:
     return np.array([res.get(n, 0) for n in names], dtype=np.int64)
 
 
-def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwareArgs) -> NodeLoad:
+@dataclass(frozen=True, slots=True)
+class MetricLoad:
+    """What :func:`node_load` reads from one NodeMetric, in the args' resource order; it depends on the metric and
+    the arguments only, so a NodeMetric that did not change need not be read again."""
+
+    node_usage: IntArray | None
+    aggregated: Mapping[tuple[str, float], IntArray]
+    pod_usage: Mapping[str, tuple[int, ...]]   # namespace/name -> usage, for the pods reported with a usage
+    prod_reported: frozenset[str]
+    base_prod_usage: tuple[int, ...]           # the system usage when prodUsageIncludeSys, else zeros
+    update: float | None
+    interval: float
+
+
+def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     names = args.resource_names
-    k = len(names)
     has_status = bool((metric.raw.get("status") or {}).get("nodeMetric"))
     node_usage = _vec(metric.node_usage, names) if has_status else None
     aggregated: dict[tuple[str, float], IntArray] = {}
@@ -143,37 +169,53 @@ def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwa
                 longest[kind] = duration
     for kind, duration in longest.items():
         aggregated[(kind, 0.0)] = aggregated[(kind, duration)]
-    pod_usage = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
-    prod_reported = {key for key, p in pod_usage.items() if p.priority == PriorityClass.PROD.value}
-    prod_usage = np.zeros(k, dtype=np.int64)
+    reported = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
+    pod_usage = {key: tuple(p.usage.get(n, 0) for n in names) for key, p in reported.items()}
+    prod_reported = frozenset(key for key, p in reported.items() if p.priority == PriorityClass.PROD.value)
+    base = tuple(0 for _ in names)
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
-        prod_usage = prod_usage + _vec(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
-    node_delta = np.zeros(k, dtype=np.int64)
-    prod_delta = np.zeros(k, dtype=np.int64)
-    node_estimated = np.zeros(k, dtype=np.int64)
-    update = metric.update_time
-    interval = float(metric.report_interval_seconds or 60)
+        sys_usage = Resources.parse(sys_raw.get("resources"), field="systemUsage")
+        base = tuple(sys_usage.get(n, 0) for n in names)
+    return MetricLoad(node_usage, aggregated, pod_usage, prod_reported, base, metric.update_time,
+                      float(metric.report_interval_seconds or 60))
+
+
+def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwareArgs,
+              read: MetricLoad | None = None) -> NodeLoad:
+    """The node's sums; ``read`` is ``metric_load(metric, args)`` when the caller kept it.  Vectors are short (one
+    entry per resource name), so the sums run on Python ints and become arrays at the end."""
+    m = read if read is not None else metric_load(metric, args)
+    k = len(args.resource_names)
+    prod_usage = list(m.base_prod_usage)
+    node_delta = [0] * k
+    prod_delta = [0] * k
+    node_estimated = [0] * k
+    update, interval = m.update, m.interval
     for p in pods:
-        reported = pod_usage.get(p.key)
-        u = None if reported is None else _vec(reported.usage, names)
-        active = p.is_prod and p.key in prod_reported
+        u = m.pod_usage.get(p.key)
+        active = p.is_prod and p.key in m.prod_reported
         if active and u is not None:
-            prod_usage = prod_usage + u
+            for j in range(k):
+                prod_usage[j] += u[j]
         if not p.has_estimate:
             continue
-        e = np.array(p.estimate, dtype=np.int64)
+        e = p.estimate
         estimate_it = (u is None or update is None or p.timestamp > update - interval
                        or (p.deadline is not None and p.deadline > update))
-        if estimate_it:
-            node_delta = node_delta + np.maximum(0, e - (0 if u is None else u))
-        node_estimated = node_estimated + e
+        for j in range(k):
+            if estimate_it:
+                node_delta[j] += max(0, e[j] - (0 if u is None else u[j]))
+            node_estimated[j] += e[j]
         if p.is_prod:
             if not active and u is not None:
                 u, estimate_it = None, True
             if estimate_it:
-                prod_delta = prod_delta + np.maximum(0, e - (0 if u is None else u))
-    return NodeLoad(node_usage, aggregated, prod_usage, node_delta, prod_delta, node_estimated)
+                for j in range(k):
+                    prod_delta[j] += max(0, e[j] - (0 if u is None else u[j]))
+    return NodeLoad(m.node_usage, m.aggregated, np.array(prod_usage, dtype=np.int64),
+                    np.array(node_delta, dtype=np.int64), np.array(prod_delta, dtype=np.int64),
+                    np.array(node_estimated, dtype=np.int64))
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:

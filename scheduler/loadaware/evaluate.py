@@ -8,7 +8,7 @@ session count against their node (burst safety).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +18,7 @@ from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, AssignedPodCache, existing_load, node_load
+from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
 __all__ = ["EXPIRED_REASON", "LoadFilter", "NodeThresholds", "LoadAwareState", "is_expired"]
@@ -73,6 +74,7 @@ class LoadAwareState:
         cache: AssignedPodCache,
         now: float,
         waterline_percent: IntArray | None = None,
+        memo: LoadAwareMemo | None = None,
     ) -> None:
         self.args = args
         self.names = args.resource_names
@@ -83,8 +85,11 @@ class LoadAwareState:
         self.metrics = metrics
         n, k = len(self.node_names), len(self.names)
         self.weights = np.array([args.resource_weights.get(r, 0) for r in self.names], dtype=np.int64)
-        base = plugin_profile(args)
-        self.profiles: list[ThresholdProfile] = [effective_profile(args, a, base) for a in annotations]
+        if memo is not None:
+            self.profiles: list[ThresholdProfile] = [memo.profile(a) for a in annotations]
+        else:
+            base = plugin_profile(args)
+            self.profiles = [effective_profile(args, a, base) for a in annotations]
         self.has_metric = np.array([nm in metrics for nm in self.node_names], dtype=np.bool_)
         self.expired = np.array(
             [nm in metrics and is_expired(metrics[nm].update_time, now, args.node_metric_expiration_seconds)
@@ -109,32 +114,62 @@ class LoadAwareState:
         self._static: dict[bool, tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray]] = {}
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
-        for i in range(n):
-            self._refresh(i)
+        self._memo = memo
+        self._fill_rows(memo)
 
     # ---- node rows ------------------------------------------------------------------------------------------------
+
+    def _rows(self, i: int, metric: NodeMetricView, pods: Iterable[AssignedPod]) -> NodeRows:
+        load = node_load(metric, pods, self.args, None if self._memo is None else self._memo.metric(metric))
+        prof = self.profiles[i].aggregated
+        plain = existing_load(load, prod=False, agg_type=prof.aggregation_type if prof else "",
+                              agg_duration=prof.duration if prof else 0.0)
+        prod = existing_load(load, prod=True)
+        agg = self.args.aggregated
+        score = existing_load(load, prod=False, agg_type=agg.score_aggregation_type,
+                              agg_duration=agg.score_aggregated_duration)
+        zero = np.zeros(len(self.names), dtype=np.int64)
+        return NodeRows(load.node_usage is not None, zero if plain is None else plain, zero if prod is None else prod,
+                        zero if score is None else score)
+
+    def _fill_rows(self, memo: LoadAwareMemo | None) -> None:
+        """Every node's rows as the session opens (nodes without a NodeMetric keep zero rows)."""
+        at: list[int] = []
+        rows: list[NodeRows] = []
+        for i, name in enumerate(self.node_names):
+            metric = self.metrics.get(name)
+            if metric is None:
+                continue
+            if memo is None:
+                got = self._rows(i, metric, self.cache.pods_on(name))
+            else:
+                pods = tuple(self.cache.pods_on(name))
+                hit = memo.node_rows(name, metric, self.profiles[i], pods)
+                got = hit if hit is not None else memo.keep_rows(name, metric, self.profiles[i], pods,
+                                                                self._rows(i, metric, pods))
+            at.append(i)
+            rows.append(got)
+        if memo is not None:
+            memo.forget_nodes_except(self.node_names)
+        if not at:
+            return
+        self.has_status[at] = [r.has_status for r in rows]
+        self.load_filter[at] = np.array([r.filter for r in rows], dtype=np.int64)
+        self.load_prod[at] = np.array([r.prod for r in rows], dtype=np.int64)
+        self.load_score[at] = np.array([r.score for r in rows], dtype=np.int64)
 
     def _refresh(self, i: int) -> None:
         name = self.node_names[i]
         metric = self.metrics.get(name)
         if metric is None:
             return
-        load = node_load(metric, self.cache.pods_on(name), self.args)
-        prof = self.profiles[i].aggregated
-        plain = existing_load(load, prod=False, agg_type=prof.aggregation_type if prof else "",
-                              agg_duration=prof.duration if prof else 0.0)
-        has = load.node_usage is not None
-        if bool(self.has_status[i]) != has:
+        rows = self._rows(i, metric, self.cache.pods_on(name))
+        if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
-        self.has_status[i] = has
-        zero = np.zeros(len(self.names), dtype=np.int64)
-        self.load_filter[i] = zero if plain is None else plain
-        prod = existing_load(load, prod=True)
-        self.load_prod[i] = zero if prod is None else prod
-        agg = self.args.aggregated
-        score = existing_load(load, prod=False, agg_type=agg.score_aggregation_type,
-                              agg_duration=agg.score_aggregated_duration)
-        self.load_score[i] = zero if score is None else score
+        self.has_status[i] = rows.has_status
+        self.load_filter[i] = rows.filter
+        self.load_prod[i] = rows.prod
+        self.load_score[i] = rows.score
 
     def reserve(self, entry: AssignedPod) -> None:
         self.cache.add(entry)

@@ -27,12 +27,16 @@ class NodeMetricFreshness:
                              "1 when the node's NodeMetric is missing or older than nodeMetricExpirationSeconds",
                              ["node"], registry=reg)
         self._nodes: set[str] = set()
+        # labelled children per node, kept because ``labels()`` is slow; dropped with the sample they belong to
+        self._age: dict[str, Gauge] = {}
+        self._expired: dict[str, Gauge] = {}
 
     def update(self, nodes: Iterable[str], metrics: Mapping[str, NodeMetricView], now: float,
                expiration_seconds: int) -> None:
         current = set(nodes)
         for gone in self._nodes - current:
-            for g in (self.age, self.expired):
+            for g, children in ((self.age, self._age), (self.expired, self._expired)):
+                children.pop(gone, None)
                 try:
                     g.remove(gone)
                 except KeyError:
@@ -41,11 +45,18 @@ class NodeMetricFreshness:
             m = metrics.get(node)
             update = m.update_time if m is not None else None
             if update is not None:
-                self.age.labels(node).set(max(0.0, now - update))
+                age = self._age.get(node)
+                if age is None:
+                    age = self._age[node] = self.age.labels(node)
+                age.set(max(0.0, now - update))
             else:
+                self._age.pop(node, None)
                 try:
                     self.age.remove(node)
                 except KeyError:
                     pass
-            self.expired.labels(node).set(1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0)
+            expired = self._expired.get(node)
+            if expired is None:
+                expired = self._expired[node] = self.expired.labels(node)
+            expired.set(1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0)
         self._nodes = current

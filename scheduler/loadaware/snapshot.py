@@ -14,14 +14,14 @@ from common.objects import NodeMetricView, NodeView, PodView
 from common.resources import Resources
 
 from .args import LoadAwareArgs
-from .cache import AssignedPodCache, assigned_pod
+from .cache import RESERVATION_ANNOTATION, AssignedPodCache, assigned_pod, enters_cache
 from .evaluate import LoadAwareState
+from .memo import LoadAwareMemo
 
 __all__ = ["RAW_ALLOCATABLE_ANNOTATION", "RESERVATION_ANNOTATION", "estimate_node_allocatable", "enters_cache",
            "open_state"]
 
 RAW_ALLOCATABLE_ANNOTATION = "node.koordinator.sh/raw-allocatable"
-RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
 
 
 def estimate_node_allocatable(node: NodeView) -> Resources:
@@ -40,11 +40,6 @@ def estimate_node_allocatable(node: NodeView) -> Resources:
     return Resources(merged)
 
 
-def enters_cache(pod: PodView) -> bool:
-    """Bound, not terminated, and not a reservation placeholder."""
-    return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
-
-
 def allocatable_matrix(nodes: Sequence[NodeView], names: Sequence[str]) -> npt.NDArray[np.int64]:
     out = np.zeros((len(nodes), len(names)), dtype=np.int64)
     for i, node in enumerate(nodes):
@@ -55,10 +50,23 @@ def allocatable_matrix(nodes: Sequence[NodeView], names: Sequence[str]) -> npt.N
 
 def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[PodView],
                metrics: Mapping[str, NodeMetricView], now: float,
-               waterline_percent: npt.NDArray[np.int64] | None = None) -> LoadAwareState:
+               waterline_percent: npt.NDArray[np.int64] | None = None,
+               memo: LoadAwareMemo | None = None) -> LoadAwareState:
+    """The session's load-aware state; ``memo`` (made for ``args``) reuses what earlier sessions derived from the
+    same objects."""
+    if memo is not None and memo.args != args:
+        raise ValueError("the load-aware memo was made for other arguments")
     cache = AssignedPodCache()
-    for pod in pods:
-        if enters_cache(pod):
-            cache.add(assigned_pod(pod, pod.node_name, now, args))
-    return LoadAwareState(args, [n.name for n in nodes], allocatable_matrix(nodes, args.resource_names),
-                          [n.annotations for n in nodes], metrics, cache, now, waterline_percent)
+    if memo is None:
+        for pod in pods:
+            if enters_cache(pod):
+                cache.add(assigned_pod(pod, pod.node_name, now, args))
+    else:
+        for pod in pods:
+            entry = memo.assigned(pod, now)
+            if entry is not None:
+                cache.add(entry)
+    alloc = allocatable_matrix(nodes, args.resource_names) if memo is None else memo.allocatable(
+        nodes, lambda: allocatable_matrix(nodes, args.resource_names))
+    return LoadAwareState(args, [n.name for n in nodes], alloc, [n.annotations for n in nodes], metrics, cache, now,
+                          waterline_percent, memo)

@@ -36,6 +36,7 @@ from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState
+from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.snapshot import open_state
 
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
@@ -62,7 +63,16 @@ class WaterlineSource:
     percent: int
 
 
-def _policies(raw: Any) -> list[WaterlinePolicy]:
+def _parse_policy(item: object) -> WaterlinePolicy | None:
+    if not isinstance(item, Mapping):
+        return None
+    try:
+        return WaterlinePolicy.parse(item)
+    except (ConfigError, ValueError):
+        return None
+
+
+def _policies(raw: Any, memo: LoadAwareMemo | None = None) -> list[WaterlinePolicy]:
     out: list[WaterlinePolicy] = []
     if not isinstance(raw, Iterable) or isinstance(raw, str | bytes | Mapping):
         return out
@@ -70,10 +80,9 @@ def _policies(raw: Any) -> list[WaterlinePolicy]:
         if isinstance(item, WaterlinePolicy):
             out.append(item)
         elif isinstance(item, Mapping):
-            try:
-                out.append(WaterlinePolicy.parse(item))
-            except (ConfigError, ValueError):
-                continue
+            parsed = _parse_policy(item) if memo is None else memo.parsed_policy(item, _parse_policy)
+            if isinstance(parsed, WaterlinePolicy):
+                out.append(parsed)
     return out
 
 
@@ -135,10 +144,15 @@ class LoadAware:
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
         percent = extra if isinstance(extra, np.ndarray) else None
         self.waterline_sources = []
-        policies = _policies(ssn.snapshot.extra.get(WATERLINE_POLICIES_KEY))
-        if percent is None and policies and self.args.respect_waterlines:
-            percent, self.waterline_sources = waterline_percents(policies, ssn.node_views(), self.args.resource_names)
-        state = open_state(self.args, ssn.node_views(), on_nodes, ssn.snapshot.node_metrics, ssn.now, percent)
+        memo = LoadAwareMemo.of(ssn.memo, self.args)
+        views = ssn.node_views()
+        if percent is None and self.args.respect_waterlines:
+            policies = _policies(ssn.snapshot.extra.get(WATERLINE_POLICIES_KEY), memo)
+            if policies:
+                percent, sources = memo.waterlines(
+                    policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
+                self.waterline_sources = list(sources)
+        state = open_state(self.args, views, on_nodes, ssn.snapshot.node_metrics, ssn.now, percent, memo)
         self.state = state
 
         def predicate(task: TaskInfo) -> FilterResult:
@@ -146,13 +160,13 @@ class LoadAware:
                                is_daemonset=task.pod.is_daemonset)
             return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
 
-        memo = RowCache(ssn.arrays)
+        rows = RowCache(ssn.arrays)
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
             # rows change only when a pod is placed on or removed from a node, which the node arrays log
-            raw = memo.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
+            raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
 

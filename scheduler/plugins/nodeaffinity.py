@@ -147,7 +147,10 @@ class AffinityCheck:
         views = ssn.node_views()
         self.labels = [v.labels for v in views]
         self.names = [v.name for v in views]
-        self._groups = label_groups(self.labels, self.names)
+        self._views = views
+        # the grouping only changes with the node objects: later sessions over the same nodes reuse it
+        self._groups = ssn.memo.for_objects("node-label-groups", views,
+                                            lambda: label_groups(self.labels, self.names))
         self._by_name: NodeGroups[LabelSig] | None = None
         n = len(views)
         self._required: dict[str, BoolArray] = {}
@@ -165,7 +168,8 @@ class AffinityCheck:
         if not uses_match_fields(affinity):
             return self._groups
         if self._by_name is None:
-            self._by_name = label_groups(self.labels, self.names, by_name=True)
+            self._by_name = self.ssn.memo.for_objects("node-label-groups-by-name", self._views,
+                                                      lambda: label_groups(self.labels, self.names, by_name=True))
         return self._by_name
 
     def _preferred_raw(self, affinity: Mapping[str, Any]) -> IntArray:

@@ -88,10 +88,40 @@ class PodIndex:
         self._counts: dict[Matcher, tuple[IntArray, IntArray]] = {}  # all pods, non-terminating pods
         self.with_affinity: dict[str, _Placed] = {}
         self.with_host_ports: dict[str, _Placed] = {}
+        self._seed(ssn)
+        ssn.add_event_handler(EventHandler(self.sync, self.sync))
+
+    def _seed(self, ssn: Session) -> None:
+        """``sync`` of every task on a node as the session opens (no matcher is counted yet), with each pod's
+        affinity/host-port flags taken from the session memo for pods seen before."""
+        flags = ssn.memo.table("podindex.flags")
+        rows: list[int] = []
         for nd in ssn.nodes:
             for task in nd.tasks.values():
-                self.sync(task)
-        ssn.add_event_handler(EventHandler(self.sync, self.sync))
+                idx = self._index.get(task.node_name) if task.node_name else None
+                if idx is None or not (on_node(task.status) or task.status is TaskStatus.PIPELINED):
+                    continue
+                if task.uid in self._placed:   # the same uid twice (not from a real cluster): sync decides
+                    self._count(rows)
+                    rows = []
+                    self.sync(task)
+                    continue
+                pod = task.pod
+                placed = _Placed(pod, idx, task.status is TaskStatus.RELEASING or pod.deleting)
+                self._placed[task.uid] = placed
+                rows.append(idx)
+                got: tuple[bool, bool] | None = flags.get(pod)
+                if got is None:
+                    got = flags.put(pod, (_has_pod_affinity(pod), _has_host_ports(pod)))
+                if got[0]:
+                    self.with_affinity[task.uid] = placed
+                if got[1]:
+                    self.with_host_ports[task.uid] = placed
+        self._count(rows)
+
+    def _count(self, rows: list[int]) -> None:
+        if rows:
+            self.pod_count += np.bincount(np.asarray(rows, dtype=np.int64), minlength=self.n)
 
     @classmethod
     def of(cls, ssn: Session) -> PodIndex:
@@ -125,7 +155,7 @@ class PodIndex:
                 every[p.node] += delta
                 if not p.terminating:
                     live[p.node] += delta
-        if p.pod.affinity.get("podAffinity") or p.pod.affinity.get("podAntiAffinity"):
+        if _has_pod_affinity(p.pod):
             if delta > 0:
                 self.with_affinity[uid] = p
             else:
@@ -158,6 +188,10 @@ def port_number(raw: Any) -> int:
         return int(raw or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def _has_pod_affinity(pod: PodView) -> bool:
+    return bool(pod.affinity.get("podAffinity") or pod.affinity.get("podAntiAffinity"))
 
 
 def _has_host_ports(pod: PodView) -> bool:

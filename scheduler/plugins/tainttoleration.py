@@ -32,7 +32,10 @@ class TaintCheck:
 
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
-        self.groups: NodeGroups[tuple[Taint, ...]] = NodeGroups([node_taints(n.view) for n in ssn.nodes])
+        views = ssn.node_views()
+        # the grouping only changes with the node objects: later sessions over the same nodes reuse it
+        self.groups: NodeGroups[tuple[Taint, ...]] = ssn.memo.for_objects(
+            "taint-groups", views, lambda: NodeGroups([node_taints(v) for v in views]))
 
     def passes(self, task: TaskInfo) -> BoolArray:
         return taint_filter(self.groups, task.pod.tolerations)

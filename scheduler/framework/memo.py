@@ -1,0 +1,94 @@
+"""Values derived from parsed cluster objects, reused from one session to the next.
+
+Every entry is keyed by the *identity* of the object it was derived from (a ``PodView``, ``NodeView``,
+``NodeMetricView`` ...).  Those views are immutable, and the scheduler cache replaces a view with a new object
+whenever its watch delivers a new version of the object, so a pod, node or NodeMetric that changed is a different
+object and can never hit an entry derived from its predecessor.  An entry holds its object, so the object's id
+cannot be reused by another object while the entry exists.
+
+Entries not used during a session are dropped when the session after it opens (:meth:`SessionMemo.rotate`), so the
+memo never holds more than two sessions' worth of objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
+
+__all__ = ["IdentityMemo", "SessionMemo"]
+
+V = TypeVar("V")
+
+
+class IdentityMemo(Generic[V]):
+    """A value per object, for the objects seen in the current or the previous session."""
+
+    __slots__ = ("_now", "_prev")
+
+    def __init__(self) -> None:
+        self._now: dict[int, tuple[object, V]] = {}
+        self._prev: dict[int, tuple[object, V]] = {}
+
+    def get(self, obj: object) -> V | None:
+        key = id(obj)
+        hit = self._now.get(key)
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        hit = self._prev.get(key)
+        if hit is not None and hit[0] is obj:
+            self._now[key] = hit
+            return hit[1]
+        return None
+
+    def put(self, obj: object, value: V) -> V:
+        self._now[id(obj)] = (obj, value)
+        return value
+
+    def rotate(self) -> None:
+        """Start a new session: what the last session did not use goes at the next rotation."""
+        self._prev = self._now
+        self._now = {}
+
+    def clear(self) -> None:
+        self._now = {}
+        self._prev = {}
+
+    def __len__(self) -> int:
+        return len(self._now.keys() | self._prev.keys())
+
+
+class SessionMemo:
+    """The identity memos of one scheduler, by name, plus small per-name values (e.g. the resource columns the
+    memoised task vectors were built for).  A session without a scheduler gets a fresh, empty memo."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, IdentityMemo[Any]] = {}
+        self._values: dict[Hashable, Any] = {}
+
+    def table(self, name: str) -> IdentityMemo[Any]:
+        t = self._tables.get(name)
+        if t is None:
+            t = self._tables[name] = IdentityMemo()
+        return t
+
+    def value(self, key: Hashable) -> Any:
+        return self._values.get(key)
+
+    def set_value(self, key: Hashable, value: Any) -> None:
+        self._values[key] = value
+
+    def for_objects(self, key: Hashable, objects: Sequence[object], compute: Callable[[], V]) -> V:
+        """``compute()``, reused while ``objects`` are the very same objects, in the same order (e.g. a value
+        derived from every node view of the session).  Only the latest value per key is kept."""
+        hit = self._values.get(key)
+        if (hit is not None and len(hit[0]) == len(objects)
+                and all(a is b for a, b in zip(hit[0], objects, strict=True))):
+            value: V = hit[1]
+            return value
+        value = compute()
+        self._values[key] = (tuple(objects), value)
+        return value
+
+    def rotate(self) -> None:
+        for t in self._tables.values():
+            t.rotate()

@@ -1,0 +1,146 @@
+"""What one load-aware configuration derives from pods, nodes, NodeMetrics and WaterlinePolicies, kept from one
+session to the next (see :mod:`scheduler.framework.memo`).
+
+Every entry is keyed by the identity of the parsed objects it was computed from — the pod for its assigned-pod
+entry, the node's annotations for its threshold profile, the NodeMetric plus the node's assigned-pod entries for
+its existing-load rows, the policy objects and node views for the waterline caps — so an object the scheduler cache
+replaced is recomputed, never served stale.  Entries that depend on the session's time are not kept: an assigned
+pod without a PodScheduled time is stamped with ``now``; metric expiry is worked out every session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import NodeMetricView, NodeView, PodView
+from scheduler.framework.memo import SessionMemo
+
+from .args import LoadAwareArgs
+from .cache import AssignedPod, MetricLoad, assigned_entry, enters_cache, metric_load
+from .profile import ThresholdProfile, effective_profile, plugin_profile
+
+__all__ = ["LoadAwareMemo", "NodeRows"]
+
+IntArray = npt.NDArray[np.int64]
+_KEY = "loadaware"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRows:
+    """A node's existing load as the filter and the score read it (zero rows where there is none)."""
+
+    has_status: bool
+    filter: IntArray
+    prod: IntArray
+    score: IntArray
+
+
+@dataclass(frozen=True, slots=True)
+class _RowsEntry:
+    metric: NodeMetricView
+    profile: ThresholdProfile
+    pods: tuple[AssignedPod, ...]
+    rows: NodeRows
+
+
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+class LoadAwareMemo:
+    """One per scheduler and load-aware arguments; :meth:`of` starts afresh when the arguments change."""
+
+    def __init__(self, memo: SessionMemo, args: LoadAwareArgs) -> None:
+        self.args = args
+        self.base_profile = plugin_profile(args)
+        self._assigned = memo.table("loadaware.assigned")
+        self._profiles = memo.table("loadaware.profile")
+        self._policies = memo.table("loadaware.policy")
+        self._metrics = memo.table("loadaware.metric")
+        for t in (self._assigned, self._profiles, self._policies, self._metrics):
+            t.clear()
+        self._rows: dict[str, _RowsEntry] = {}
+        self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
+        self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
+
+    @classmethod
+    def of(cls, memo: SessionMemo, args: LoadAwareArgs) -> LoadAwareMemo:
+        hit = memo.value(_KEY)
+        if isinstance(hit, LoadAwareMemo) and hit.args == args:
+            return hit
+        fresh = cls(memo, args)
+        memo.set_value(_KEY, fresh)
+        return fresh
+
+    def assigned(self, pod: PodView, now: float) -> AssignedPod | None:
+        """The assigned-pod entry of a pod bound to ``pod.node_name``, or None when it does not enter the cache."""
+        hit: tuple[AssignedPod | None] | None = self._assigned.get(pod)
+        if hit is not None:
+            return hit[0]
+        if not enters_cache(pod):
+            self._assigned.put(pod, (None,))
+            return None
+        entry, uses_now = assigned_entry(pod, pod.node_name, now, self.args)
+        if not uses_now:
+            self._assigned.put(pod, (entry,))
+        return entry
+
+    def metric(self, metric: NodeMetricView) -> MetricLoad:
+        hit: MetricLoad | None = self._metrics.get(metric)
+        if hit is None:
+            hit = self._metrics.put(metric, metric_load(metric, self.args))
+        return hit
+
+    def profile(self, annotations: Mapping[str, str]) -> ThresholdProfile:
+        hit: ThresholdProfile | None = self._profiles.get(annotations)
+        if hit is None:
+            hit = self._profiles.put(annotations, effective_profile(self.args, annotations, self.base_profile))
+        return hit
+
+    def node_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile,
+                  pods: tuple[AssignedPod, ...]) -> NodeRows | None:
+        """The rows kept for ``node`` if they were computed from these very objects."""
+        hit = self._rows.get(node)
+        if hit is not None and hit.metric is metric and hit.profile is profile and _same(hit.pods, pods):
+            return hit.rows
+        return None
+
+    def keep_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, pods: tuple[AssignedPod, ...],
+                  rows: NodeRows) -> NodeRows:
+        self._rows[node] = _RowsEntry(metric, profile, pods, rows)
+        return rows
+
+    def forget_nodes_except(self, names: Sequence[str]) -> None:
+        """Drop the rows of nodes no longer in the session."""
+        if len(self._rows) > len(names):
+            keep = set(names)
+            self._rows = {k: v for k, v in self._rows.items() if k in keep}
+
+    def parsed_policy(self, raw: object, parse: Callable[[object], object | None]) -> object | None:
+        """``parse(raw)`` (None when invalid), once per policy object."""
+        hit: tuple[object | None] | None = self._policies.get(raw)
+        if hit is None:
+            hit = self._policies.put(raw, (parse(raw),))
+        return hit[0]
+
+    def allocatable(self, nodes: Sequence[NodeView], compute: Callable[[], IntArray]) -> IntArray:
+        """``compute()`` (the nodes' estimated allocatable matrix), kept while the nodes are the same objects; a
+        copy, so the caller may change it."""
+        hit = self._allocatable
+        if hit is None or not _same(hit[0], nodes):
+            hit = self._allocatable = (tuple(nodes), compute())
+        return hit[1].copy()
+
+    def waterlines(self, policies: Sequence[object], nodes: Sequence[NodeView], compute: Callable[[], Any]) -> Any:
+        """``compute()`` (the waterline caps of ``nodes`` under ``policies``), kept while both are the same objects."""
+        hit = self._waterlines
+        if hit is not None and _same(hit[0], policies) and _same(hit[1], nodes):
+            return hit[2]
+        value = compute()
+        self._waterlines = (tuple(policies), tuple(nodes), value)
+        return value
