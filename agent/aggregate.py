@@ -6,27 +6,42 @@ A window is *cold* when the samples in it span less than half its duration (the 
 up long enough); koordlet then leaves that window's usage maps empty rather than publishing a
 percentile of a few seconds of data.  All functions are pure: the caller passes ``now``.
 
+Windows are read from borrowed views of the ring buffers (no copies): :class:`SeriesWindows` reads one
+series once for all the windows of a report (one binary search for every window start), and
+:func:`summaries` / :func:`means` aggregate many windows at once, one NumPy call per group of windows of
+equal length.  The results are exactly those of ``common.percentile.aggregate`` over a copy of each
+window: the mean is NumPy's own summation of the same samples divided by their count, which is what
+``ndarray.mean`` computes.
+
 Signatures (stable; the simulator uses them)::
 
     window_stats(history, series, now, duration) -> WindowStats | None
     window_average(history, series, now, duration) -> float | None
     aggregate(history, now, durations, *, series=(...), span_series=None) -> dict[float, dict[str, dict[str, float]]]
         # duration -> series -> {"avg", "p50", "p90", "p95", "p99"}; a cold window maps to {}
+    SeriesWindows(history, series, now, starts)     # .window(i) .count(i) .span(i) for window [starts[i], now]
+    summaries(windows) -> [(avg, p50, p90, p95, p99) | None]; means(windows) -> [float | None]
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from agent.history import History
-from common.percentile import PERCENTILES
-from common.percentile import aggregate as aggregate_values
+import numpy as np
+import numpy.typing as npt
+
+from agent.history import FloatArray, History
+from common.percentile import PERCENTILES, nearest_rank_index
 
 __all__ = [
     "AGGREGATIONS",
     "COLD_START_FRACTION",
     "WindowStats",
+    "SeriesWindows",
+    "summaries",
+    "means",
     "window_stats",
     "window_average",
     "is_warm",
@@ -36,6 +51,99 @@ __all__ = [
 AGGREGATIONS: tuple[str, ...] = ("avg", *PERCENTILES)
 # A window is published only once its samples span at least this fraction of it (koordlet: 0.5).
 COLD_START_FRACTION = 0.5
+
+_sum = np.add.reduce
+_EMPTY: FloatArray = np.empty(0, dtype=np.float64)
+_EMPTY.flags.writeable = False
+
+
+@lru_cache(maxsize=8192)
+def _rank_indices(n: int) -> npt.NDArray[np.intp]:
+    """The nearest-rank index of every percentile for ``n`` samples (float32 arithmetic: computed once per n)."""
+    out = np.array([nearest_rank_index(n, p) for p in PERCENTILES.values()], dtype=np.intp)
+    out.flags.writeable = False  # shared by every caller
+    return out
+
+
+def _by_length(windows: Sequence[FloatArray]) -> dict[int, list[int]]:
+    """Indices of the non-empty windows, grouped by their number of samples."""
+    groups: dict[int, list[int]] = {}
+    for k, w in enumerate(windows):
+        n = w.size
+        if n:
+            group = groups.get(n)
+            if group is None:
+                groups[n] = [k]
+            else:
+                group.append(k)
+    return groups
+
+
+def summaries(windows: Sequence[FloatArray]) -> list[tuple[float, ...] | None]:
+    """avg, p50, p90, p95, p99 (the order of :data:`AGGREGATIONS`) of each window; ``None`` for an empty one.
+
+    Windows with the same number of samples are stacked into one matrix and summed and sorted row by row in
+    one call each.  NumPy sums each row of a C-contiguous matrix exactly as it sums that row alone, so every
+    value equals ``common.percentile.aggregate`` of the window.
+    """
+    out: list[tuple[float, ...] | None] = [None] * len(windows)
+    for n, group in _by_length(windows).items():
+        rows = np.array([windows[k] for k in group])
+        sums = _sum(rows, axis=1).tolist()
+        rows.sort(axis=1)
+        picked = rows.take(_rank_indices(n), axis=1).tolist()
+        for k, total, pct in zip(group, sums, picked, strict=True):
+            out[k] = (total / n, *pct)
+    return out
+
+
+def means(windows: Sequence[FloatArray]) -> list[float | None]:
+    """The mean of each window (``None`` for an empty one); windows of one length are summed in one call."""
+    out: list[float | None] = [None] * len(windows)
+    for n, group in _by_length(windows).items():
+        if len(group) == 1:
+            out[group[0]] = float(_sum(windows[group[0]])) / n
+            continue
+        sums = _sum(np.array([windows[k] for k in group]), axis=1).tolist()
+        for k, total in zip(group, sums, strict=True):
+            out[k] = total / n
+    return out
+
+
+class SeriesWindows:
+    """One series over several windows that all end at ``now``: window ``i`` is ``[starts[i], now]``.
+
+    One binary search finds every window's first sample.  Holds borrowed views of the ring (see
+    :meth:`agent.history.Ring.view`): use it before the series is appended to again.  An unknown series
+    has no samples in any window.
+    """
+
+    __slots__ = ("times", "values", "_lo", "_hi")
+
+    def __init__(self, history: History, series: str, now: float, starts: FloatArray) -> None:
+        ring = history.ring(series)
+        if ring is None or not len(ring):
+            self.times, self.values = _EMPTY, _EMPTY
+            self._lo: list[int] = [0] * len(starts)
+            self._hi = 0
+        else:
+            self.times, self.values = ring.view()
+            self._lo = self.times.searchsorted(starts).tolist()
+            # Every sample is at or before ``now`` unless the caller reports for a past moment.
+            self._hi = len(ring) if ring.last_time <= now else int(self.times.searchsorted(now, side="right"))
+
+    def window(self, i: int) -> FloatArray:
+        """The samples of window ``i`` (a borrowed view; empty when it has none)."""
+        lo, hi = self._lo[i], self._hi
+        return self.values[lo:hi] if hi > lo else _EMPTY
+
+    def count(self, i: int) -> int:
+        return max(0, self._hi - self._lo[i])
+
+    def span(self, i: int) -> float:
+        """Last minus first sample time in window ``i`` (0 with fewer than two samples)."""
+        lo, hi = self._lo[i], self._hi
+        return self.times.item(hi - 1) - self.times.item(lo) if hi - lo >= 2 else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,19 +160,24 @@ class WindowStats:
         return self.span >= COLD_START_FRACTION * self.duration
 
 
+def _window(history: History, series: str, now: float, duration: float) -> SeriesWindows:
+    return SeriesWindows(history, series, now, np.array([now - duration], dtype=np.float64))
+
+
 def window_stats(history: History, series: str, now: float, duration: float) -> WindowStats | None:
     """Aggregates of ``series`` over ``[now - duration, now]``; ``None`` when the window is empty."""
-    times, values = history.window(series, now - duration, now)
-    if values.size == 0:
+    read = SeriesWindows(history, series, now, np.array([now - duration], dtype=np.float64))
+    stats = summaries([read.window(0)])[0]
+    if stats is None:
         return None
-    span = float(times[-1] - times[0])
-    return WindowStats(duration=float(duration), count=int(values.size), span=span, values=aggregate_values(values))
+    values = dict(zip(AGGREGATIONS, stats, strict=True))
+    return WindowStats(duration=float(duration), count=read.count(0), span=read.span(0), values=values)
 
 
 def window_average(history: History, series: str, now: float, duration: float) -> float | None:
     """Mean of the samples in ``[now - duration, now]``; ``None`` when there are none."""
-    values = history.values(series, now - duration, now)
-    return float(values.mean()) if values.size else None
+    values = history.values_view(series, now - duration, now)
+    return float(_sum(values)) / values.size if values.size else None
 
 
 def is_warm(history: History, series: str, now: float, duration: float) -> bool:
@@ -87,16 +200,19 @@ def aggregate(
     samples in an otherwise warm window.
     """
     judge = span_series if span_series is not None else (series[0] if series else "")
+    lengths = [float(d) for d in durations]
+    starts = np.array([now - d for d in lengths], dtype=np.float64)
+    judged = SeriesWindows(history, judge, now, starts)
+    read = [SeriesWindows(history, s, now, starts) for s in series]
+    warm = [judged.span(i) >= COLD_START_FRACTION * d for i, d in enumerate(lengths)]
+    stats = iter(summaries([r.window(i) for i, ok in enumerate(warm) if ok for r in read]))
     out: dict[float, dict[str, dict[str, float]]] = {}
-    for d in durations:
-        d = float(d)
-        if not is_warm(history, judge, now, d):
-            out[d] = {}
-            continue
+    for d, ok in zip(lengths, warm, strict=True):
         per: dict[str, dict[str, float]] = {}
-        for s in series:
-            stats = window_stats(history, s, now, d)
-            if stats is not None:
-                per[s] = dict(stats.values)
+        if ok:
+            for s in series:
+                st = next(stats)
+                if st is not None:
+                    per[s] = dict(zip(AGGREGATIONS, st, strict=True))
         out[d] = per
     return out

@@ -1,8 +1,9 @@
 """Bounded in-memory time series: one NumPy ring buffer per series.
 
 The agent keeps only what its longest aggregation window needs, so memory stays flat however long it
-runs: each series owns two preallocated float64 arrays (timestamps, values) of a fixed capacity and
-overwrites its oldest sample once full.  Nothing here reads a clock or a file; callers pass the
+runs: each series owns two preallocated float64 arrays (timestamps, values) of twice a fixed capacity
+and drops its oldest sample once it holds ``capacity`` of them; the samples always sit in one contiguous
+slice, so a window is read without copying.  Nothing here reads a clock or a file; callers pass the
 sample time explicitly, which is what lets the simulator drive the same code on simulated time.
 
 Signatures (stable; the simulator uses them)::
@@ -10,6 +11,8 @@ Signatures (stable; the simulator uses them)::
     h = History(retention_seconds=1800, interval_seconds=1.0)   # capacity from the longest window
     h.append(series: str, t: float, value: float) -> bool       # False: sample older than the last one
     h.window(series, start: float, end: float) -> (times, values)   # inclusive, oldest first, copies
+    h.values_view(series, start, end) -> values                  # the same values, borrowed (no copy)
+    h.ring(series) -> Ring | None                                # .view(): borrowed, no copy
     h.last(series) -> (t, value) | None
     h.span(series, start, end) -> float                         # last - first time inside the window
     h.drop(series) / h.prune(older_than: float) -> list[str]     # forget pods that went away
@@ -32,6 +35,9 @@ __all__ = ["History", "Ring", "capacity_for"]
 
 FloatArray = npt.NDArray[np.float64]
 
+_EMPTY: FloatArray = np.empty(0, dtype=np.float64)
+_EMPTY.flags.writeable = False
+
 # Extra slots beyond retention/interval: jittery ticks must not push the window's oldest sample out.
 _SLACK_FRACTION = 0.1
 _MIN_SLACK = 4
@@ -48,21 +54,29 @@ def capacity_for(retention_seconds: float, interval_seconds: float) -> int:
 
 
 class Ring:
-    """One series: a fixed-size circular buffer of (time, value), times non-decreasing."""
+    """One series: the newest ``capacity`` samples of (time, value), times non-decreasing.
 
-    __slots__ = ("_t", "_v", "_head", "_count")
+    The samples live in two float64 arrays of twice the capacity and always occupy one contiguous slice
+    ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of the arrays the
+    newest samples are moved back to the front (once every ``capacity`` appends).  Reading a window is
+    therefore a slice, never a gather.
+    """
+
+    __slots__ = ("_t", "_v", "_cap", "_end", "_count", "_last_t")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        self._t: FloatArray = np.empty(capacity, dtype=np.float64)
-        self._v: FloatArray = np.empty(capacity, dtype=np.float64)
-        self._head = 0  # next slot to write
+        self._cap = capacity
+        self._t: FloatArray = np.empty(2 * capacity, dtype=np.float64)
+        self._v: FloatArray = np.empty(2 * capacity, dtype=np.float64)
+        self._end = 0  # one past the newest sample
         self._count = 0
+        self._last_t = -math.inf  # the newest time, as a Python float (the append check reads it)
 
     @property
     def capacity(self) -> int:
-        return int(self._t.size)
+        return self._cap
 
     def __len__(self) -> int:
         return self._count
@@ -72,46 +86,66 @@ class Ring:
         return int(self._t.nbytes + self._v.nbytes)
 
     def append(self, t: float, value: float) -> bool:
-        if self._count and t < self._t[(self._head - 1) % self.capacity]:
+        if t < self._last_t:
             return False
-        self._t[self._head] = t
-        self._v[self._head] = value
-        self._head = (self._head + 1) % self.capacity
-        if self._count < self.capacity:
+        end = self._end
+        if end == self._t.size:
+            # Move the samples that stay to the front; the oldest one is dropped below if the ring is full.
+            keep = min(self._count, self._cap - 1)
+            self._t[:keep] = self._t[end - keep : end]
+            self._v[:keep] = self._v[end - keep : end]
+            end = keep
+            self._count = keep
+        self._t[end] = t
+        self._v[end] = value
+        self._end = end + 1
+        if self._count < self._cap:
             self._count += 1
+        self._last_t = t
         return True
 
     def last(self) -> tuple[float, float] | None:
         if not self._count:
             return None
-        i = (self._head - 1) % self.capacity
-        return float(self._t[i]), float(self._v[i])
+        return float(self._last_t), float(self._v[self._end - 1])
+
+    @property
+    def last_time(self) -> float:
+        """The newest sample's time; ``-inf`` when empty."""
+        return self._last_t
+
+    def view(self) -> tuple[FloatArray, FloatArray]:
+        """All samples, oldest first, as views into the ring's arrays (no copy).
+
+        Borrowed: the next :meth:`append` may overwrite what they show, so read them before appending again
+        and never write through them.
+        """
+        start = self._end - self._count
+        return self._t[start : self._end], self._v[start : self._end]
 
     def ordered(self) -> tuple[FloatArray, FloatArray]:
         """All samples, oldest first (copies)."""
-        n, cap = self._count, self.capacity
-        start = (self._head - n) % cap
-        if start + n <= cap:
-            return self._t[start : start + n].copy(), self._v[start : start + n].copy()
-        idx = (np.arange(n) + start) % cap
-        return self._t[idx], self._v[idx]
+        times, values = self.view()
+        return times.copy(), values.copy()
 
     def window(self, start: float, end: float) -> tuple[FloatArray, FloatArray]:
-        times, values = self.ordered()
+        """Samples with ``start <= t <= end``, oldest first (copies)."""
+        times, values = self.view()
         lo = int(np.searchsorted(times, start, side="left"))
         hi = int(np.searchsorted(times, end, side="right"))
-        return times[lo:hi], values[lo:hi]
+        return times[lo:hi].copy(), values[lo:hi].copy()
 
     def resized(self, capacity: int) -> Ring:
         """A ring of another capacity holding the newest samples of this one."""
         out = Ring(capacity)
-        times, values = self.ordered()
+        times, values = self.view()
         keep = min(len(times), capacity)
         if keep:
-            out._t[:keep] = times[-keep:]
-            out._v[:keep] = values[-keep:]
+            out._t[:keep] = times[len(times) - keep :]
+            out._v[:keep] = values[len(times) - keep :]
+            out._last_t = self._last_t
         out._count = keep
-        out._head = keep % capacity
+        out._end = keep
         return out
 
 
@@ -165,21 +199,40 @@ class History:
             ring = self._rings[series] = Ring(self._capacity)
         return ring.append(float(t), float(value))
 
+    def ring(self, series: str) -> Ring | None:
+        """The ring of ``series``, for readers that take borrowed views (:meth:`Ring.view`)."""
+        return self._rings.get(series)
+
     def window(self, series: str, start: float, end: float) -> tuple[FloatArray, FloatArray]:
-        """Samples with ``start <= t <= end``, oldest first; empty arrays for an unknown series."""
+        """Samples with ``start <= t <= end``, oldest first (copies); empty arrays for an unknown series."""
         ring = self._rings.get(series)
         if ring is None:
-            empty: FloatArray = np.empty(0, dtype=np.float64)
-            return empty, empty.copy()
+            return np.empty(0, dtype=np.float64), np.empty(0, dtype=np.float64)
         return ring.window(start, end)
 
     def values(self, series: str, start: float, end: float) -> FloatArray:
         return self.window(series, start, end)[1]
 
+    def values_view(self, series: str, start: float, end: float) -> FloatArray:
+        """The values of :meth:`values` as a borrowed view of the ring (see :meth:`Ring.view`), not a copy."""
+        ring = self._rings.get(series)
+        if ring is None or not ring._count:
+            return _EMPTY
+        times, values = ring.view()
+        lo = int(times.searchsorted(start))
+        # Every sample is at or before ``end`` when the window ends at the newest sample or later.
+        hi = ring._count if ring._last_t <= end else int(times.searchsorted(end, side="right"))
+        return values[lo:hi] if hi > lo else _EMPTY
+
     def span(self, series: str, start: float, end: float) -> float:
         """Last minus first sample time inside the window (0 with fewer than two samples)."""
-        times, _ = self.window(series, start, end)
-        return float(times[-1] - times[0]) if times.size >= 2 else 0.0
+        ring = self._rings.get(series)
+        if ring is None:
+            return 0.0
+        times, _ = ring.view()
+        lo = int(np.searchsorted(times, start, side="left"))
+        hi = int(np.searchsorted(times, end, side="right"))
+        return float(times[hi - 1] - times[lo]) if hi - lo >= 2 else 0.0
 
     def last(self, series: str) -> tuple[float, float] | None:
         ring = self._rings.get(series)
@@ -194,7 +247,7 @@ class History:
 
     def prune(self, older_than: float) -> list[str]:
         """Forget every series whose newest sample is older than ``older_than``; returns their names."""
-        gone = [k for k, r in self._rings.items() if (last := r.last()) is None or last[0] < older_than]
+        gone = [k for k, r in self._rings.items() if not len(r) or r.last_time < older_than]
         for k in gone:
             del self._rings[k]
         return gone

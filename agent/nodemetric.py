@@ -22,11 +22,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-from agent.aggregate import AGGREGATIONS, aggregate, window_average
-from agent.history import History
+import numpy as np
+
+from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, means, summaries
+from agent.history import FloatArray, History
 from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
@@ -211,6 +214,12 @@ class UsageSample:
     pods: Mapping[str, PodUsage] = field(default_factory=lambda: _NO_PODS)
 
 
+def _pod_memory(usage: PodUsage, with_cache: bool) -> float | None:
+    """The memory sample a pod contributes: with page cache only under usageWithPageCache, if measured."""
+    mem = usage.memory_with_page_cache_bytes if with_cache else usage.memory_bytes
+    return usage.memory_bytes if mem is None else mem
+
+
 class UsageStore:
     """Node history sized from the longest window, pod history sized from the averaging window.
 
@@ -224,6 +233,7 @@ class UsageStore:
         self.node = History(policy.node_retention_seconds, interval_seconds)
         self.pods = History(float(policy.window_seconds), interval_seconds)
         self._last_prune = -math.inf
+        self._pod_names: dict[str, tuple[str, str]] = {}
 
     def set_policy(self, policy: MetricCollectPolicy) -> None:
         if policy == self.policy:
@@ -236,42 +246,73 @@ class UsageStore:
     def nbytes(self) -> int:
         return self.node.nbytes + self.pods.nbytes
 
+    def pod_series_names(self, uid: str) -> tuple[str, str]:
+        """``(pod_series(uid, "cpu"), pod_series(uid, "memory"))``, built once per pod and window."""
+        names = self._pod_names.get(uid)
+        if names is None:
+            names = self._pod_names[uid] = (pod_series(uid, "cpu"), pod_series(uid, "memory"))
+        return names
+
     def record(self, t: float, sample: UsageSample) -> None:
         with_cache = self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE
+        pod_cpu, pod_mem = self._record_pods(
+            t, [(uid, usage.cpu_cores, _pod_memory(usage, with_cache)) for uid, usage in sample.pods.items()]
+        )
+        self._record_node(
+            t, sample.node_cpu_cores, sample.node_memory_bytes, sample.node_memory_with_page_cache_bytes, pod_cpu, pod_mem
+        )
+
+    def record_usage(
+        self, t: float, node_cpu_cores: float, node_memory_bytes: float, pods: Iterable[tuple[str, float, float]]
+    ) -> None:
+        """``record(t, UsageSample(node_cpu_cores, node_memory_bytes, pods={uid: PodUsage(cpu, memory)}))``
+        without building the sample (the simulator's path); ``pods`` are ``(uid, cpu cores, memory bytes)``
+        with no UID twice."""
+        pod_cpu, pod_mem = self._record_pods(t, pods)
+        self._record_node(t, node_cpu_cores, node_memory_bytes, None, pod_cpu, pod_mem)
+
+    def _record_pods(self, t: float, pods: Iterable[tuple[str, float | None, float | None]]) -> tuple[float, float]:
+        """Append every pod's samples; returns the summed pod cpu and memory (for system usage)."""
+        append = self.pods.append
         pod_cpu = 0.0
         pod_mem = 0.0
-        for uid, usage in sample.pods.items():
-            if usage.cpu_cores is not None:
-                self.pods.append(pod_series(uid, "cpu"), t, usage.cpu_cores)
-                pod_cpu += usage.cpu_cores
-            mem = usage.memory_with_page_cache_bytes if with_cache else usage.memory_bytes
-            if mem is None:
-                mem = usage.memory_bytes
+        for uid, cpu, mem in pods:
+            cpu_series, memory_series = self.pod_series_names(uid)
+            if cpu is not None:
+                append(cpu_series, t, cpu)
+                pod_cpu += cpu
             if mem is not None:
-                self.pods.append(pod_series(uid, "memory"), t, mem)
+                append(memory_series, t, mem)
                 pod_mem += mem
-        if sample.node_cpu_cores is not None:
-            self.node.append(NODE_CPU, t, sample.node_cpu_cores)
-            self.node.append(SYSTEM_CPU, t, max(0.0, sample.node_cpu_cores - pod_cpu))
-        if sample.node_memory_bytes is not None:
-            self.node.append(NODE_MEMORY, t, sample.node_memory_bytes)
-        if sample.node_memory_with_page_cache_bytes is not None:
-            self.node.append(NODE_MEMORY_WITH_PAGE_CACHE, t, sample.node_memory_with_page_cache_bytes)
-        node_mem = self._node_memory_value(sample)
+        return pod_cpu, pod_mem
+
+    def _record_node(
+        self,
+        t: float,
+        node_cpu: float | None,
+        node_memory: float | None,
+        node_memory_with_cache: float | None,
+        pod_cpu: float,
+        pod_mem: float,
+    ) -> None:
+        append = self.node.append
+        if node_cpu is not None:
+            append(NODE_CPU, t, node_cpu)
+            append(SYSTEM_CPU, t, max(0.0, node_cpu - pod_cpu))
+        if node_memory is not None:
+            append(NODE_MEMORY, t, node_memory)
+        if node_memory_with_cache is not None:
+            append(NODE_MEMORY_WITH_PAGE_CACHE, t, node_memory_with_cache)
+        node_mem = node_memory
+        if self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE and node_memory_with_cache is not None:
+            node_mem = node_memory_with_cache
         if node_mem is not None:
-            self.node.append(SYSTEM_MEMORY, t, max(0.0, node_mem - pod_mem))
+            append(SYSTEM_MEMORY, t, max(0.0, node_mem - pod_mem))
         # Pods that went away: their series age out once older than the window (checked once per window).
         if t - self._last_prune >= self.pods.retention_seconds:
             self.pods.prune(t - self.pods.retention_seconds)
+            self._pod_names.clear()
             self._last_prune = t
-
-    def _node_memory_value(self, sample: UsageSample) -> float | None:
-        if (
-            self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE
-            and sample.node_memory_with_page_cache_bytes is not None
-        ):
-            return sample.node_memory_with_page_cache_bytes
-        return sample.node_memory_bytes
 
     def node_memory_series(self) -> str:
         """The memory series the policy reports: page cache included only under usageWithPageCache.
@@ -288,48 +329,89 @@ def resource_map(cpu_cores: float | None, memory_bytes: float | None) -> dict[st
     """A ResourceMap (``{"resources": {...}}``): cpu as truncated millis, memory as truncated bytes."""
     resources: dict[str, str] = {}
     if cpu_cores is not None:
-        resources["cpu"] = format_milli(int(cpu_cores * 1000))
+        millis = int(cpu_cores * 1000)
+        resources["cpu"] = f"{millis}m" if millis % 1000 else format_milli(millis)
     if memory_bytes is not None:
-        resources["memory"] = format_bytes(int(memory_bytes))
+        n = int(memory_bytes)
+        resources["memory"] = str(n) if n % 1024 else format_bytes(n)
     return {"resources": resources}
 
 
-def _aggregated(history: History, now: float, durations: Sequence[float], cpu: str, memory: str) -> list[dict[str, Any]]:
-    windows = aggregate(history, now, durations, series=(cpu, memory), span_series=cpu)
-    out: list[dict[str, Any]] = []
-    for d in durations:
-        per = windows.get(float(d), {})
-        usage: dict[str, Any] = {}
-        if per:
-            for agg in AGGREGATIONS:
-                c = per.get(cpu, {}).get(agg)
-                m = per.get(memory, {}).get(agg)
+_duration_text = lru_cache(maxsize=64)(format_duration)
+_time_text = lru_cache(maxsize=64)(to_rfc3339)  # called with whole seconds: the text only has seconds
+
+
+def _aggregated(
+    history: History, now: float, durations: Sequence[float], node: tuple[str, str], system: tuple[str, str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``aggregatedNodeUsages`` and ``aggregatedSystemUsages``: avg and percentiles of each (cpu, memory) pair
+    of series over each duration; a duration cold on the pair's cpu series has an empty ``usage``.
+
+    Each series is searched once for every duration, and the windows are summed and sorted in a few batched
+    calls (:func:`agent.aggregate.summaries`).
+    """
+    if not durations:
+        return [], []
+    lengths = [float(d) for d in durations]
+    starts = np.array([now - d for d in lengths], dtype=np.float64)
+    pairs = [(SeriesWindows(history, cpu, now, starts), SeriesWindows(history, mem, now, starts)) for cpu, mem in (node, system)]
+    warm = [[cpu.span(i) >= COLD_START_FRACTION * d for i, d in enumerate(lengths)] for cpu, _ in pairs]
+    windows: list[FloatArray] = []
+    for i in range(len(lengths)):
+        for (cpu, mem), ok in zip(pairs, warm, strict=True):
+            if ok[i]:
+                windows += (cpu.window(i), mem.window(i))
+    stats = iter(summaries(windows))
+    out: tuple[list[dict[str, Any]], list[dict[str, Any]]] = ([], [])
+    for i, d in enumerate(durations):
+        for usages, ok in zip(out, warm, strict=True):
+            usage: dict[str, Any] = {}
+            if ok[i]:
+                c = next(stats)
+                m = next(stats)
                 if c is not None or m is not None:
-                    usage[agg] = resource_map(c, m)
-        out.append({"duration": format_duration(d), "usage": usage})
+                    for k, agg in enumerate(AGGREGATIONS):
+                        usage[agg] = resource_map(c[k] if c is not None else None, m[k] if m is not None else None)
+            usages.append({"duration": _duration_text(d), "usage": usage})
     return out
 
 
 def build_nodemetric_status(
     store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta]
 ) -> dict[str, Any]:
-    """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3)."""
+    """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3).
+
+    Every mean over the averaging window (node, system and each pod's cpu and memory) is read from the ring
+    buffers without copying and summed in one batch (:func:`agent.aggregate.means`).
+    """
     w = float(policy.window_seconds)
-    mem_series = store.node_memory_series()
+    start = now - w
+    node_memory = store.node_memory_series()
+    node_view = store.node.values_view
+    pod_view = store.pods.values_view
+    metas = sorted(pods, key=lambda p: (p.namespace, p.name))
+    windows = [
+        node_view(NODE_CPU, start, now),
+        node_view(node_memory, start, now),
+        node_view(SYSTEM_CPU, start, now),
+        node_view(SYSTEM_MEMORY, start, now),
+    ]
+    for meta in metas:
+        cpu_series, memory_series = store.pod_series_names(meta.uid)
+        windows += (pod_view(cpu_series, start, now), pod_view(memory_series, start, now))
+    averages = means(windows)
+    aggregated, aggregated_system = _aggregated(
+        store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY)
+    )
     node_metric: dict[str, Any] = {
-        "nodeUsage": resource_map(
-            window_average(store.node, NODE_CPU, now, w), window_average(store.node, mem_series, now, w)
-        ),
-        "aggregatedNodeUsages": _aggregated(store.node, now, policy.durations, NODE_CPU, mem_series),
-        "systemUsage": resource_map(
-            window_average(store.node, SYSTEM_CPU, now, w), window_average(store.node, SYSTEM_MEMORY, now, w)
-        ),
-        "aggregatedSystemUsages": _aggregated(store.node, now, policy.durations, SYSTEM_CPU, SYSTEM_MEMORY),
+        "nodeUsage": resource_map(averages[0], averages[1]),
+        "aggregatedNodeUsages": aggregated,
+        "systemUsage": resource_map(averages[2], averages[3]),
+        "aggregatedSystemUsages": aggregated_system,
     }
     pods_metric: list[dict[str, Any]] = []
-    for meta in sorted(pods, key=lambda p: (p.namespace, p.name)):
-        cpu = window_average(store.pods, pod_series(meta.uid, "cpu"), now, w)
-        mem = window_average(store.pods, pod_series(meta.uid, "memory"), now, w)
+    for k, meta in enumerate(metas, start=2):
+        cpu, mem = averages[2 * k], averages[2 * k + 1]
         if cpu is None and mem is None:
             continue
         pods_metric.append(
@@ -341,7 +423,7 @@ def build_nodemetric_status(
                 "qos": meta.qos,
             }
         )
-    return {"updateTime": to_rfc3339(now), "nodeMetric": node_metric, "podsMetric": pods_metric}
+    return {"updateTime": _time_text(int(now)), "nodeMetric": node_metric, "podsMetric": pods_metric}
 
 
 def nodemetric_object(node_name: str, policy: MetricCollectPolicy, status: Mapping[str, Any] | None = None) -> dict[str, Any]:

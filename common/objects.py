@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from common.clock import parse_rfc3339
@@ -41,7 +42,25 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def _time(raw: Any, field_name: str) -> float | None:
     if not raw:
         return None
-    return parse_rfc3339(str(raw), field=field_name)
+    text = str(raw)
+    try:
+        return _cached_time(text)
+    except ValueError:
+        return parse_rfc3339(text, field=field_name)  # raises again, naming the field
+
+
+def _duration(raw: Any, field_name: str) -> float:
+    if type(raw) is str:
+        try:
+            return _cached_duration(raw)
+        except ValueError:
+            pass  # parsed again below, for the message that names the field
+    return parse_duration(raw, field=field_name)
+
+
+# Every NodeMetric carries the same few durations, and many objects share a timestamp: parse each text once.
+_cached_time = lru_cache(maxsize=4096)(parse_rfc3339)
+_cached_duration = lru_cache(maxsize=256)(parse_duration)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +255,7 @@ class NodeMetricView:
         node_usage = Resources.parse((nm.get("nodeUsage") or {}).get("resources"), field=f"{where}: nodeUsage")
         aggregated: dict[float, dict[str, Resources]] = {}
         for i, entry in enumerate(nm.get("aggregatedNodeUsages") or []):
-            d = parse_duration(entry.get("duration", "0"), field=f"{where}: aggregatedNodeUsages[{i}].duration")
+            d = _duration(entry.get("duration", "0"), f"{where}: aggregatedNodeUsages[{i}].duration")
             per: dict[str, Resources] = {}
             for agg, rmap in (entry.get("usage") or {}).items():
                 res = Resources.parse((rmap or {}).get("resources"), field=f"{where}: aggregatedNodeUsages[{i}].{agg}")
@@ -255,7 +274,7 @@ class NodeMetricView:
                 )
             )
         durations = tuple(
-            parse_duration(d, field=f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
+            _duration(d, f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
             for d in ((policy.get("nodeAggregatePolicy") or {}).get("durations") or ["5m", "10m", "30m"])
         )
         return cls(

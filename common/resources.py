@@ -10,7 +10,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
-from common.quantity import format_bytes, format_int, format_milli, milli_value, value
+from common.quantity import (
+    QuantityError,
+    cached_milli_value,
+    cached_value,
+    format_bytes,
+    format_int,
+    format_milli,
+    milli_value,
+    value,
+)
 
 __all__ = [
     "CPU",
@@ -46,10 +55,17 @@ def is_scalar_resource(name: str) -> bool:
     return name not in (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
 
 
-def _parse_one(name: str, raw: Any, field: str) -> int:
+def _parse_one(name: str, raw: Any, field: str, key: Any) -> int:
+    """One quantity of ``field``; the field's name for an error (``field.key``) is only built on failure."""
+    if type(raw) is str:
+        try:
+            return cached_milli_value(raw) if is_milli_resource(name) else cached_value(raw)
+        except QuantityError:
+            pass  # parsed again below, for the message that names the field
+    where = f"{field}.{key}"
     if is_milli_resource(name):
-        return milli_value(raw, field=field)
-    return value(raw, field=field)
+        return milli_value(raw, field=where)
+    return value(raw, field=where)
 
 
 class Resources(Mapping[str, int]):
@@ -76,9 +92,18 @@ class Resources(Mapping[str, int]):
         """From a Kubernetes ResourceList (``{"cpu": "250m", "memory": "1Gi"}``)."""
         if not raw:
             return EMPTY
-        if not isinstance(raw, Mapping):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             raise ValueError(f"{field}: expected a map of resource name to quantity")
-        return cls({str(k): _parse_one(str(k), v, f"{field}.{k}") for k, v in raw.items()})
+        parsed = {str(k): _parse_one(str(k), v, field, k) for k, v in raw.items()}
+        return cls._trusted({k: v for k, v in parsed.items() if v})
+
+    @classmethod
+    def _trusted(cls, d: dict[str, int]) -> Resources:
+        """From a dict of non-zero ints that nobody else holds (what ``__init__`` would build, without the checks)."""
+        out = cls.__new__(cls)
+        out._d = d
+        out._hash = None
+        return out
 
     @classmethod
     def of(cls, cpu: int = 0, memory: int = 0, pods: int = 0, **extra: int) -> Resources:

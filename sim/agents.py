@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from agent.nodemetric import (
     MetricCollectPolicy,
     PodMeta,
-    PodUsage,
-    UsageSample,
     UsageStore,
     build_nodemetric_status,
     nodemetric_object,
@@ -58,13 +56,11 @@ class SimAgents:
     def record(
         self, t: float, node: int, cpu_milli: float, memory_bytes: float, pods: Sequence[tuple[str, float, float]]
     ) -> None:
-        """One collect tick of node ``node``: node usage and ``(uid, cpu millicores, memory bytes)`` per pod."""
-        sample = UsageSample(
-            node_cpu_cores=cpu_milli / 1000.0,
-            node_memory_bytes=memory_bytes,
-            pods={uid: PodUsage(cpu_cores=cpu / 1000.0, memory_bytes=mem) for uid, cpu, mem in pods},
+        """One collect tick of node ``node``: node usage and ``(uid, cpu millicores, memory bytes)`` per pod (UIDs
+        unique, as the running pods are)."""
+        self.stores[node].record_usage(
+            t, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods]
         )
-        self.stores[node].record(t, sample)
 
     def due(self, tick: int) -> list[int]:
         """Nodes whose agent reports on tick number ``tick``.

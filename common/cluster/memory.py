@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import copy
 import itertools
+import pickle
 import threading
 import uuid
 from collections import deque
@@ -28,6 +29,7 @@ from common.cluster import (
     TooManyRequests,
     WatchEvent,
     merge_patch,
+    pickle_plain,
 )
 from common.kinds import kind_info
 from common.selectors import LabelSelector, match_field_selector, parse_selector_string
@@ -88,7 +90,7 @@ class MemoryCluster:
         self._objects: dict[str, dict[_Key, dict[str, Any]]] = {}
         self._rv = itertools.count(1)
         self._last_rv = 0
-        self._history: deque[tuple[int, str, WatchEvent]] = deque(maxlen=_HISTORY)
+        self._history: deque[tuple[int, str, _Recorded]] = deque(maxlen=_HISTORY)
         self._subs: list[_Sub] = []
         self.events: list[EventRecord] = []
         self.bindings: list[tuple[str, str]] = []  # (ns/name, node), in order
@@ -108,14 +110,19 @@ class MemoryCluster:
         self._last_rv = next(self._rv)
         return str(self._last_rv)
 
-    def _emit(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+    def _emit(self, kind: str, type_: str, obj: dict[str, Any], copies: _Copies | None = None) -> None:
+        """Record the event and deliver it to every matching informer, each with its own copy of ``obj``.
+
+        The history keeps the pickled object (a few KB where the object tree takes tens), and ``watch`` unpickles
+        an event when it delivers it.
+        """
         rv = int(obj["metadata"]["resourceVersion"])
-        ev = WatchEvent(type_, _tree_copy(obj))
-        self._history.append((rv, kind, ev))
+        copies = copies or _Copies(obj)
+        self._history.append((rv, kind, _Recorded(type_, copies)))
         self._cond.notify_all()
         for sub in list(self._subs):
             if sub.kind == kind and sub.active and self._matches(obj, sub.namespace, sub.field_selector):
-                sub.handler(WatchEvent(type_, _tree_copy(obj)))
+                sub.handler(WatchEvent(type_, copies.copy()))
 
     @staticmethod
     def _matches(obj: Mapping[str, Any], namespace: str | None, field_selector: str | None) -> bool:
@@ -135,7 +142,7 @@ class MemoryCluster:
         sel = parse_selector_string(label_selector)
         with self._lock:
             items = [
-                _tree_copy(o)
+                _Copies(o).copy()
                 for _, o in sorted(self._bucket(kind).items())
                 if self._matches(o, namespace, field_selector) and sel.matches(o["metadata"].get("labels"))
             ]
@@ -146,7 +153,7 @@ class MemoryCluster:
             obj = self._bucket(kind).get(self._key(kind, name, namespace))
             if obj is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            return _tree_copy(obj)
+            return _Copies(obj).copy()
 
     def watch(
         self,
@@ -168,8 +175,10 @@ class MemoryCluster:
             with self._lock:
                 batch = [
                     (rv, ev)
-                    for rv, k, ev in self._history
-                    if rv > last and k == kind and self._matches(ev.object, namespace, field_selector)
+                    for rv, k, rec in self._history
+                    if rv > last and k == kind
+                    for ev in (rec.event(),)
+                    if self._matches(ev.object, namespace, field_selector)
                 ]
                 if not batch:
                     newest = self._history[-1][0] if self._history else last
@@ -187,7 +196,7 @@ class MemoryCluster:
     def create(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         info = kind_info(kind)
         with self._lock:
-            new = _tree_copy(dict(obj))
+            new = _copy_in(dict(obj))
             meta = new.setdefault("metadata", {})
             if not meta.get("name"):
                 if meta.get("generateName"):
@@ -212,8 +221,9 @@ class MemoryCluster:
                 if new.get("spec", {}).get("nodeName") and self.auto_run:
                     self._run_pod(new)
             bucket[key] = new
-            self._emit(kind, "ADDED", new)
-            return _tree_copy(new)
+            copies = _Copies(new)
+            self._emit(kind, "ADDED", new, copies)
+            return copies.copy()
 
     def load(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """Create every object of a snapshot (``kind`` taken from each)."""
@@ -221,10 +231,15 @@ class MemoryCluster:
             self.create(str(o.get("kind")), o)
 
     def _store(self, kind: str, key: _Key, new: dict[str, Any], *, copy_back: bool = True) -> dict[str, Any]:
-        new["metadata"]["resourceVersion"] = self._next_rv()
+        """Store ``new`` (owned by the store from now on) as the next version; a copy for the caller.
+
+        Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
+        """
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         self._bucket(kind)[key] = new
-        self._emit(kind, "MODIFIED", new)
-        return _tree_copy(new) if copy_back else new
+        copies = _Copies(new)
+        self._emit(kind, "MODIFIED", new, copies)
+        return copies.copy() if copy_back else new
 
     def replace(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -239,7 +254,7 @@ class MemoryCluster:
                     f"Operation cannot be fulfilled on {kind_info(kind).plural} \"{meta.get('name')}\": "
                     "the object has been modified; please apply your changes to the latest version and try again"
                 )
-            new = _tree_copy(dict(obj))
+            new = _copy_in(dict(obj))
             new["metadata"] = {**cur["metadata"], **new.get("metadata", {})}
             new["apiVersion"], new["kind"] = cur["apiVersion"], kind
             return self._store(kind, key, new)
@@ -262,7 +277,8 @@ class MemoryCluster:
             cur = self._bucket(kind).get(key)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            new = _tree_copy(cur)
+            # Copy-on-write: only the status is new; the rest is shared with the version it replaces.
+            new = dict(cur)
             new["status"] = merge_patch(cur.get("status") or {}, patch.get("status") or {})
             return self._store(kind, key, new)
 
@@ -402,11 +418,49 @@ class MemoryCluster:
                 self._subs.remove(sub)
 
 
+class _Copies:
+    """Independent deep copies of one version of an object: pickled once, unpickled for each copy.
+
+    Stored objects hold no container twice (everything enters through a copy), so pickle's memo is safe here.
+    An object that is not plain data is kept as it is (a stored version is never changed in place, so it stays
+    what it was) and copied by :func:`_tree_copy`.
+    """
+
+    __slots__ = ("_obj", "_pickled")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self._pickled = pickle_plain(obj, dealias=False)
+        self._obj = obj if self._pickled is None else None
+
+    def copy(self) -> dict[str, Any]:
+        if self._pickled is None:
+            assert self._obj is not None
+            return _tree_copy(self._obj)
+        return cast(dict[str, Any], pickle.loads(self._pickled))
+
+
+@dataclass(frozen=True, slots=True)
+class _Recorded:
+    """A watch event in the history: its type and the object's version."""
+
+    type: str
+    copies: _Copies
+
+    def event(self) -> WatchEvent:
+        return WatchEvent(self.type, self.copies.copy())
+
+
+def _copy_in(v: _T) -> _T:
+    """A private deep copy of a caller's data, sharing no container with it nor between two of its places."""
+    pickled = pickle_plain(v, dealias=True)
+    return cast(_T, pickle.loads(pickled)) if pickled is not None else _tree_copy(v)
+
+
 def _tree_copy(v: _T) -> _T:
     """A deep copy of API data (dicts, lists, scalars), several times faster than ``copy.deepcopy``.
 
-    Every read and write copies whole objects, so this is the backend's hottest path; anything that is not
-    plain JSON-like data still goes through ``copy.deepcopy``.
+    The copy of objects that are not plain data (see :func:`common.cluster.pickle_plain`), and of stored objects
+    about to be changed; anything that is not JSON-like data still goes through ``copy.deepcopy``.
     """
     t = type(v)
     if t is dict:
