@@ -119,20 +119,30 @@ class Scheduler:
         self.cache.stop()
         self._started = False
 
-    def open_session(self, snapshot: Snapshot | None = None, *, explain: bool = False) -> Session:
+    def open_session(self, snapshot: Snapshot | None = None, *, explain: bool = False,
+                     renew: bool = False) -> Session:
+        """A session over the cache's snapshot (or ``snapshot``).  ``renew``: it may take over the task/job/node
+        objects of the previous session; the caller must then ``self.memo.release`` it once nothing reads it."""
         if self.holder is not None and self.holder.maybe_reload() is False and self.holder.last_error:
             self.metrics.conf_reload_errors.inc()
         snap = snapshot if snapshot is not None else self.cache.snapshot()
         self.sessions += 1
         return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,
                        seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}",
-                       memo=self.memo)
+                       memo=self.memo, renew=renew)
 
     def run_once(self) -> SessionResult:
         self.start()
         t0 = time.perf_counter()
         self.binder.reset()
-        ssn = self.open_session()
+        ssn = self.open_session(renew=True)
+        try:
+            return self._run(ssn, t0)
+        finally:
+            # the result holds no task/job object: the next session may renew them
+            self.memo.release(ssn)
+
+    def _run(self, ssn: Session, t0: float) -> SessionResult:
         self._update_freshness(ssn)
         registry = actions()
         for name in ssn.conf.actions:

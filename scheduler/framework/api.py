@@ -70,6 +70,7 @@ ALLOCATED_STATUS = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStat
 SCHEDULED_STATUS = frozenset({TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED})
 PREEMPTABLE_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 COMPLETED_STATUS = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED})
+_NO_RESOURCES = Resources()
 _READY_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
                            TaskStatus.SUCCEEDED})
 _VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
@@ -176,6 +177,15 @@ class TaskTemplate:
     names: frozenset[str]   # the resource names the pod requests
     job_id: str             # the job the pod belongs to when the scheduler owns it (:func:`job_id_of`)
     grouped: bool           # the pod names a PodGroup (else it is a group of one)
+    # what the session reads from the pod again and again: whether it finished, who schedules it, and what its
+    # group of one needs (the job's name, creation time, and the inputs of job_priority)
+    terminal: bool
+    scheduler_name: str
+    job_name: str
+    creation_time: float
+    priority_class_name: str
+    spec_priority: int | None   # spec.priority when the pod sets it
+    packed: npt.NDArray[np.int64] = field(repr=False)   # vector and nonzero, as NodeArrays.add_many takes them
 
     @classmethod
     def of(cls, pod: PodView, columns: Mapping[str, int]) -> TaskTemplate:
@@ -194,6 +204,9 @@ class TaskTemplate:
             except ValueError:
                 pass
         flag = _flag(pod, PREEMPTABLE_KEY)
+        nonzero = (pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0))
+        packed = np.concatenate((vec, np.asarray(nonzero, dtype=np.int64)))
+        packed.flags.writeable = False
         return cls(
             uid=pod.uid or pod.key,
             resreq=req,
@@ -204,16 +217,29 @@ class TaskTemplate:
             role=_flag(pod, TASK_SPEC_KEY) or "",
             best_effort=is_best_effort(req),
             vector=vec,
-            nonzero=(pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0)),
+            nonzero=nonzero,
             nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
             names=frozenset(pod.requests),
             job_id=job_id_of(pod),
             grouped=bool(pod.group_name),
+            terminal=pod.terminal,
+            scheduler_name=pod.scheduler_name,
+            job_name=job_id_of(pod).split("/", 1)[1],
+            creation_time=pod.creation_time or 0.0,
+            priority_class_name=pod.priority_class_name,
+            spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
+            packed=packed,
         )
 
-    def task(self, pod: PodView, job: str) -> TaskInfo:
-        return TaskInfo(self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority, self.preemptable,
-                        self.role, self.best_effort, self.vector, self.nonzero, self.nominated_node)
+    def task(self, pod: PodView, job: str, renew: TaskInfo | None = None) -> TaskInfo:
+        """The pod's task as the session starts; ``renew`` is an earlier task of this pod that nothing uses any more,
+        made anew in place (every field reset) instead of allocating another."""
+        args = (self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority, self.preemptable,
+                self.role, self.best_effort, self.vector, self.nonzero, self.nominated_node)
+        if renew is None:
+            return TaskInfo(*args)
+        TaskInfo.__init__(renew, *args)
+        return renew
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")
@@ -267,6 +293,41 @@ class JobInfo:
     _waiting: int = field(default=0, init=False, repr=False)
     _valid: int = field(default=0, init=False, repr=False)
     _pending_best_effort: int = field(default=0, init=False, repr=False)
+
+    def renew(self, uid: str, name: str, namespace: str, queue: str, priority: int, min_available: int,
+              min_task_member: Mapping[str, int], min_resources: Resources, podgroup: PodGroupView | None, phase: str,
+              creation_time: float, preemptable: bool = True) -> None:
+        """Make this job what ``JobInfo(<the same arguments>)`` would be, without tasks, reusing its containers: for a
+        session that takes over the objects of the previous one once nothing uses them (scheduler.framework.memo).
+        The task index may keep empty buckets, which read as absent."""
+        self.uid, self.name, self.namespace, self.queue, self.priority = uid, name, namespace, queue, priority
+        self.min_available, self.min_task_member, self.min_resources = min_available, min_task_member, min_resources
+        self.podgroup, self.phase, self.creation_time, self.preemptable = podgroup, phase, creation_time, preemptable
+        self.tasks.clear()
+        for bucket in self.index.values():
+            bucket.clear()
+        self.allocated = _NO_RESOURCES
+        if self.fit_errors:
+            self.fit_errors.clear()
+        self.job_fit_error = ""
+        self.unschedulable = False
+        self.schedule_start = None
+        self._ready = self._waiting = self._valid = self._pending_best_effort = 0
+
+    @classmethod
+    def single(cls, uid: str, name: str, namespace: str, queue: str, priority: int, creation_time: float,
+               task: TaskInfo, renew: JobInfo | None = None) -> JobInfo:
+        """The group of one of a pod without a PodGroup, holding ``task``: ``minAvailable`` 1, Pending while its
+        task is, else Running.  ``renew`` is the previous such job of the pod, made anew in place."""
+        phase = "Pending" if task.status is TaskStatus.PENDING else "Running"
+        if renew is None:
+            job = cls(uid, name, namespace, queue, priority, 1, {}, _NO_RESOURCES, None, phase, creation_time)
+        else:
+            job = renew
+            job.renew(uid, name, namespace, queue, priority, 1, job.min_task_member if not job.min_task_member else {},
+                      _NO_RESOURCES, None, phase, creation_time)
+        job.add_task(task)
+        return job
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
 
@@ -453,6 +514,15 @@ class NodeInfo:
         self.view = view
         self.tasks: dict[str, TaskInfo] = {}
         self.arrays = arrays
+
+    def renew(self, view: NodeView, index: int, arrays: NodeArrays) -> NodeInfo:
+        """``NodeInfo(view, index, arrays)``, made in place from a node info nothing uses any more."""
+        self.name = view.name
+        self.index = index
+        self.view = view
+        self.tasks.clear()
+        self.arrays = arrays
+        return self
 
     def _row(self, matrix: npt.NDArray[np.int64]) -> Resources:
         return self.arrays.to_resources(matrix[self.index])

@@ -23,6 +23,20 @@ def resource_columns(names: Iterable[str]) -> list[str]:
     return [CPU, MEMORY, PODS, *rest]
 
 
+# how add() treats a status: not on a node, pipelined, on the node, on the node and releasing
+_OFF, _PIPELINED, _ON, _RELEASING = 0, 1, 2, 3
+_KIND = {s: (_PIPELINED if s is TaskStatus.PIPELINED else _RELEASING if s is TaskStatus.RELEASING
+             else _ON if on_node(s) else _OFF) for s in TaskStatus}
+
+
+def _scatter_add(target: IntArray, rows: IntArray, values: IntArray) -> None:
+    """``target[rows[i]] += values[i]`` for every i, rows repeating (exact int64 sums, unlike a float bincount)."""
+    order = np.argsort(rows, kind="stable")
+    r = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
+    target[r[starts]] += np.add.reduceat(values[order], starts, axis=0)
+
+
 class NodeArrays:
     """Allocatable, idle, used, releasing and pipelined per node, plus kube's non-zero cpu/memory requests."""
 
@@ -85,28 +99,30 @@ class NodeArrays:
         self.nonzero_requested[i, 1] += nonzero[1]
         self.task_count[i] += 1
 
-    def add_many(self, rows: Sequence[int], vectors: Sequence[IntArray], statuses: Sequence[TaskStatus],
-                 nonzero: Sequence[tuple[int, int]]) -> None:
-        """``add`` for each (row, vector, status, nonzero) in turn, as a few array operations."""
+    def add_many(self, rows: Sequence[int], packed: Sequence[IntArray], statuses: Sequence[TaskStatus]) -> None:
+        """``add`` for each row in turn, as a few array operations; ``packed[i]`` is the i-th task's vector with its
+        non-zero cpu and memory requests appended (``TaskTemplate.packed``)."""
         if not rows:
             return
         self.changes.extend(rows)
         rows_a = np.asarray(rows, dtype=np.int64)
-        vecs = np.stack(vectors)
-        on = np.fromiter((on_node(s) for s in statuses), dtype=np.bool_, count=len(rows))
-        piped = np.fromiter((s is TaskStatus.PIPELINED for s in statuses), dtype=np.bool_, count=len(rows))
-        releasing = np.fromiter((s is TaskStatus.RELEASING for s in statuses), dtype=np.bool_, count=len(rows))
+        k = len(self.columns)
+        both = np.concatenate(packed).reshape(len(rows), k + 2)
+        vecs = both[:, :k]
+        kind = np.array([_KIND.get(s, _OFF) for s in statuses], dtype=np.int8)
+        piped = kind == _PIPELINED
         if piped.any():
-            np.add.at(self.pipelined, rows_a[piped], vecs[piped])
-        on &= ~piped
+            _scatter_add(self.pipelined, rows_a[piped], vecs[piped])
+        on = kind >= _ON
         if on.any():
             r, v = rows_a[on], vecs[on]
-            np.subtract.at(self.idle, r, v)
-            np.add.at(self.used, r, v)
-            np.add.at(self.nonzero_requested, r, np.asarray(nonzero, dtype=np.int64).reshape(-1, 2)[on])
-            np.add.at(self.task_count, r, 1)
+            _scatter_add(self.idle, r, -v)
+            _scatter_add(self.used, r, v)
+            _scatter_add(self.nonzero_requested, r, both[on, k:])
+            self.task_count += np.bincount(r, minlength=len(self.task_count))
+        releasing = kind == _RELEASING
         if releasing.any():
-            np.add.at(self.releasing, rows_a[releasing], vecs[releasing])
+            _scatter_add(self.releasing, rows_a[releasing], vecs[releasing])
 
     def remove(self, i: int, vec: IntArray, status: TaskStatus, nonzero: tuple[int, int]) -> None:
         self.changes.append(i)

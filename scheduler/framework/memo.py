@@ -59,11 +59,29 @@ class IdentityMemo(Generic[V]):
 
 class SessionMemo:
     """The identity memos of one scheduler, by name, plus small per-name values (e.g. the resource columns the
-    memoised task vectors were built for).  A session without a scheduler gets a fresh, empty memo."""
+    memoised task vectors were built for).  A session without a scheduler gets a fresh, empty memo.
+
+    Besides immutable derived values, a session may also take over the mutable task, job and node objects of the
+    session before it — made anew in place, which spares allocating (and garbage-collecting) them every period.
+    Only one session at a time may do so: the one that :meth:`claim` admits, until it is :meth:`release` d (the
+    engine releases a session once it has written it back and nothing reads it any more)."""
 
     def __init__(self) -> None:
         self._tables: dict[str, IdentityMemo[Any]] = {}
         self._values: dict[Hashable, Any] = {}
+        self._owner: object | None = None
+        self.epoch = 0   # counts rotations: an object renewed in this epoch is in use by the current session
+
+    def claim(self, owner: object) -> bool:
+        """Whether ``owner`` may renew the mutable objects earlier sessions left (no other owner holds them)."""
+        if self._owner is not None:
+            return False
+        self._owner = owner
+        return True
+
+    def release(self, owner: object) -> None:
+        if self._owner is owner:
+            self._owner = None
 
     def table(self, name: str) -> IdentityMemo[Any]:
         t = self._tables.get(name)
@@ -90,5 +108,6 @@ class SessionMemo:
         return value
 
     def rotate(self) -> None:
+        self.epoch += 1
         for t in self._tables.values():
             t.rotate()

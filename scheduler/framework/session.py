@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.clock import Clock
-from common.objects import NodeView
+from common.objects import NodeView, PodGroupView
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 
@@ -38,7 +38,27 @@ log = logging.getLogger(__name__)
 ABSTAIN, PERMIT, REJECT = 0, 1, -1
 T = TypeVar("T")
 IntArray = npt.NDArray[np.int64]
-_NO_RESOURCES = Resources()
+
+
+class _PodEntry:
+    """What sessions keep per pod object: its task template and, for the session allowed to renew them, the task
+    (and the group-of-one job) it made last, with the epoch of the session that last took them."""
+
+    __slots__ = ("template", "task", "job", "epoch")
+
+    def __init__(self, template: TaskTemplate) -> None:
+        self.template = template
+        self.task: TaskInfo | None = None
+        self.job: JobInfo | None = None
+        self.epoch = -1
+
+
+class _Renewable(Generic[T]):
+    __slots__ = ("obj", "epoch")
+
+    def __init__(self, obj: T, epoch: int) -> None:
+        self.obj = obj
+        self.epoch = epoch
 
 
 def _total_allocatable(memo: SessionMemo, snap: Snapshot) -> Resources:
@@ -129,11 +149,13 @@ _FLAGS = {
 class Session:
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, sink: SessionSink,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0, explain: bool = False,
-                 uid: str = "", memo: SessionMemo | None = None) -> None:
+                 uid: str = "", memo: SessionMemo | None = None, renew: bool = False) -> None:
         self.snapshot = snapshot
         # what earlier sessions of the same scheduler derived from objects this snapshot still holds
         self.memo = memo if memo is not None else SessionMemo()
         self.memo.rotate()
+        # whether this session takes over (renews in place) the task/job/node objects the previous one left
+        self.renewing = renew and self.memo.claim(self)
         self.conf = conf
         self.clock = clock
         self.now = clock.now()
@@ -160,22 +182,24 @@ class Session:
 
     def _build(self, snap: Snapshot) -> None:
         memo = self.memo
+        epoch = memo.epoch
+        renewing = self.renewing
         names: set[str] = set()
         for n in snap.nodes:
             names.update(n.allocatable)
-        templates = memo.table("task-template")
+        pod_table = memo.table("session.pod")
         pods = snap.pods
-        found: list[TaskTemplate | None] = [templates.get(p) for p in pods]
-        for p, t in zip(pods, found, strict=True):
-            names.update(p.requests if t is None else t.names)
+        found: list[_PodEntry | None] = [pod_table.get(p) for p in pods]
+        for p, e in zip(pods, found, strict=True):
+            names.update(p.requests if e is None else e.template.names)
         columns = resource_columns(names)
-        if memo.value("task-template-columns") != columns:
+        if memo.value("session.columns") != columns:
             # task vectors are laid out on the columns: templates made for other columns are of no use
-            templates.clear()
-            memo.set_value("task-template-columns", columns)
+            pod_table.clear()
+            memo.set_value("session.columns", columns)
             found = [None] * len(pods)
         self.arrays = NodeArrays(columns, [n.allocatable for n in snap.nodes])
-        self.nodes: list[NodeInfo] = [NodeInfo(v, i, self.arrays) for i, v in enumerate(snap.nodes)]
+        self.nodes: list[NodeInfo] = self._node_infos(snap.nodes)
         self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
         self.node_names: list[str] = [n.name for n in self.nodes]
         self.total_resource: Resources = _total_allocatable(memo, snap)
@@ -188,40 +212,44 @@ class Session:
         self.missing_queue: dict[str, str] = {}
         col = self.arrays.col
         for pg in snap.podgroups.values():
-            self.jobs[pg.key] = JobInfo(
-                uid=pg.key, name=pg.name, namespace=pg.namespace, queue=pg.queue or DEFAULT_QUEUE,
-                priority=job_priority(pg, None, snap), min_available=pg.min_member,
-                min_task_member=dict(pg.min_task_member), min_resources=pg.min_resources, podgroup=pg,
-                phase=pg.phase or "Pending", creation_time=pg.creation_time or 0.0,
-                preemptable=pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false",
-            )
+            self.jobs[pg.key] = self._podgroup_job(pg, snap)
         # tasks on a node, added to the node arrays at once after the loop
         rows: list[int] = []
-        vectors: list[IntArray] = []
+        packed: list[IntArray] = []
         statuses: list[TaskStatus] = []
-        nonzero: list[tuple[int, int]] = []
-        jobs, node_by_name, sched = self.jobs, self.node_by_name, self.scheduler_name
-        for pod, t in zip(pods, found, strict=True):
-            ours = pod.scheduler_name == sched
-            terminal = pod.terminal
+        jobs, tasks, node_by_name, sched = self.jobs, self.tasks, self.node_by_name, self.scheduler_name
+        # job_priority(None, pod, snap) for groups of one, from the template's copy of its inputs
+        classes = snap.priority_classes
+        default_priority = snap.global_default_priority()
+        for pod, e in zip(pods, found, strict=True):
+            if e is None:
+                e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col)))
+            t = e.template
+            ours = t.scheduler_name == sched
+            terminal = t.terminal
             if terminal and not ours:
                 continue
-            if t is None:
-                t = templates.put(pod, TaskTemplate.of(pod, col))
             jid = t.job_id
-            task = t.task(pod, jid if ours else "")
+            # the previous session's objects for this pod, unless another task of this session already took them
+            old = renewing and e.epoch != epoch
+            task = t.task(pod, jid if ours else "", e.task if old else None)
+            if renewing:
+                e.task, e.epoch = task, epoch
             if ours:
                 job = jobs.get(jid)
                 if job is None and not t.grouped:
-                    job = JobInfo(uid=jid, name=jid.split("/", 1)[1], namespace=pod.namespace, queue=DEFAULT_QUEUE,
-                                  priority=job_priority(None, pod, snap), min_available=1, min_task_member={},
-                                  min_resources=_NO_RESOURCES, podgroup=None,
-                                  phase="Pending" if task.status is TaskStatus.PENDING else "Running",
-                                  creation_time=pod.creation_time or 0.0)
+                    pc = classes.get(t.priority_class_name)
+                    priority = pc.value if pc is not None else (
+                        t.spec_priority if t.spec_priority is not None else default_priority)
+                    job = JobInfo.single(jid, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
+                                         task, e.job if old else None)
+                    if renewing:
+                        e.job = job
                     jobs[jid] = job
-                if job is not None:
+                elif job is not None:
                     job.add_task(task)
-                    self.tasks[task.uid] = task
+                if job is not None:
+                    tasks[task.uid] = task
                 else:
                     task.job = ""
             if task.node_name and not terminal:
@@ -229,14 +257,50 @@ class Session:
                 if node is not None:
                     node.tasks[task.uid] = task
                     rows.append(node.index)
-                    vectors.append(task.vector)
+                    packed.append(t.packed)
                     statuses.append(task.status)
-                    nonzero.append(task.nonzero)
-        self.arrays.add_many(rows, vectors, statuses, nonzero)
+        self.arrays.add_many(rows, packed, statuses)
         for job in list(self.jobs.values()):
             if job.queue not in self.queues:
                 self.missing_queue[job.uid] = job.queue
                 job.job_fit_error = f"queue {job.queue!r} of job {job.uid} does not exist"
+
+    def _node_infos(self, views: Sequence[NodeView]) -> list[NodeInfo]:
+        if not self.renewing:
+            return [NodeInfo(v, i, self.arrays) for i, v in enumerate(views)]
+        table = self.memo.table("session.node")
+        epoch = self.memo.epoch
+        out: list[NodeInfo] = []
+        for i, v in enumerate(views):
+            e: _Renewable[NodeInfo] | None = table.get(v)
+            if e is None:
+                e = table.put(v, _Renewable(NodeInfo(v, i, self.arrays), epoch))
+            elif e.epoch == epoch:   # the same view twice in one snapshot
+                out.append(NodeInfo(v, i, self.arrays))
+                continue
+            else:
+                e.obj.renew(v, i, self.arrays)
+                e.epoch = epoch
+            out.append(e.obj)
+        return out
+
+    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> JobInfo:
+        args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
+                pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
+                pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
+        if not self.renewing:
+            return JobInfo(*args)
+        table = self.memo.table("session.podgroup")
+        epoch = self.memo.epoch
+        e: _Renewable[JobInfo] | None = table.get(pg)
+        if e is None:
+            e = table.put(pg, _Renewable(JobInfo(*args), epoch))
+        elif e.epoch == epoch:
+            return JobInfo(*args)
+        else:
+            e.obj.renew(*args)
+            e.epoch = epoch
+        return e.obj
 
     def _open_plugins(self) -> None:
         builders = plugin_builders()
