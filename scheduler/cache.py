@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.clock import Clock
+from common.clock import Clock, parse_rfc3339
 from common.cluster import Cluster, Informer, WatchEvent
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
@@ -45,9 +45,15 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
 
 
+def _timestamp(raw: Any, field: str) -> float | None:
+    """A pod timestamp as ``PodView.parse`` reads it (absent → None; malformed → ValueError naming the field)."""
+    return parse_rfc3339(str(raw), field=field) if raw else None
+
+
 def _refresh_pod(old: PodView, obj: Mapping[str, Any]) -> PodView | None:
     """Re-use the parsed requests of a pod whose containers did not change (binds and status updates are the
-    common events; a pod's resources are immutable unless it is resized, which changes ``containers``)."""
+    common events; a pod's resources are immutable unless it is resized, which changes ``containers``).  Only
+    the fields such an update can change are read again, exactly as ``PodView.parse`` reads them."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     old_spec = old.raw.get("spec") or {}
@@ -56,11 +62,20 @@ def _refresh_pod(old: PodView, obj: Mapping[str, Any]) -> PodView | None:
                                                      "priority", "priorityClassName", "affinity", "tolerations",
                                                      "nodeSelector", "schedulerName")):
         return None
-    fresh = PodView.parse({"metadata": meta, "spec": {"nodeName": spec.get("nodeName")},
-                           "status": obj.get("status") or {}})
-    return dataclasses.replace(old, labels=fresh.labels, annotations=fresh.annotations, node_name=fresh.node_name,
-                               phase=fresh.phase, start_time=fresh.start_time, deleting=fresh.deleting,
-                               ready=fresh.ready, raw=obj)
+    where = f"Pod {old.namespace}/{old.name}"
+    created = meta.get("creationTimestamp")
+    if created != (old.raw.get("metadata") or {}).get("creationTimestamp"):
+        _timestamp(created, f"{where}: metadata.creationTimestamp")   # a full parse would reject a bad one
+    status = obj.get("status") or {}
+    ready = False
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+    return dataclasses.replace(
+        old, labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
+        node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
+        start_time=_timestamp(status.get("startTime"), f"{where}: status.startTime"),
+        deleting=bool(meta.get("deletionTimestamp")), ready=ready, raw=obj)
 
 
 @dataclass(frozen=True, slots=True)

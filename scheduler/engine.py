@@ -31,9 +31,6 @@ from .writeback import WriteBack, WriteBackStats, pending_message
 
 __all__ = ["Scheduler", "SessionResult", "SchedulerMetrics"]
 
-# task statuses a session reports on: still waiting, or bound by it
-_REPORTED = (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING)
-
 log = logging.getLogger(__name__)
 
 
@@ -156,7 +153,7 @@ class Scheduler:
         pending = 0
         for job in ssn.jobs.values():
             # only a task left Pending/Pipelined/Allocated, or bound in this session (Binding), is reported
-            if job.count(*_REPORTED) > 0:
+            if job.may_be_unsettled():
                 for task in job.tasks.values():
                     if task.pod.node_name or task.pod.terminal:
                         continue

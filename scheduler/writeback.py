@@ -13,8 +13,9 @@ from typing import Any
 from common.clock import to_rfc3339
 from common.cluster import ApiError, Cluster, EventRecord
 from scheduler.batch import writeback as batch_wb
-from scheduler.batch.lifecycle import status_changed
+from scheduler.batch.lifecycle import PodGroupPhase, status_changed
 from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
+from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.session import Session
 
 from .binder import COMPONENT, EventLimiter
@@ -63,6 +64,9 @@ class WriteBack:
     def __init__(self, cluster: Cluster, events: EventLimiter) -> None:
         self.cluster = cluster
         self.events = events
+        # per PodGroup object: the inputs of its last status computation that found nothing to patch, and the
+        # event it gave; the same inputs for the same object give the same answer (timestamps aside)
+        self._unchanged: IdentityMemo[tuple[tuple[Any, ...], batch_wb.PodGroupEvent | None]] = IdentityMemo()
 
     def _patch_status(self, kind: str, name: str, patch: Mapping[str, Any], namespace: str | None,
                       stats: WriteBackStats) -> bool:
@@ -75,11 +79,14 @@ class WriteBack:
 
     def write(self, ssn: Session) -> WriteBackStats:
         stats = WriteBackStats()
+        self._unchanged.rotate()
+        phases: dict[str, PodGroupPhase] = {}
         for job in ssn.jobs.values():
-            self._pods(ssn, job, stats)
+            if job.may_be_unsettled():   # else no task is Pending, Pipelined or Allocated
+                self._pods(ssn, job, stats)
             if job.podgroup is not None:
-                self._podgroup(ssn, job, stats)
-        self._queues(ssn, stats)
+                phases[job.uid] = self._podgroup(ssn, job, stats)
+        self._queues(ssn, stats, phases)
         return stats
 
     def _pods(self, ssn: Session, job: JobInfo, stats: WriteBackStats) -> None:
@@ -105,23 +112,37 @@ class WriteBack:
                                              reason="FailedScheduling", type="Warning", component=COMPONENT,
                                              action="Scheduling", message=message))
 
-    def _podgroup(self, ssn: Session, job: JobInfo, stats: WriteBackStats) -> None:
+    def _podgroup(self, ssn: Session, job: JobInfo, stats: WriteBackStats) -> PodGroupPhase:
+        """Patch the PodGroup's status if it changed, emit its event; returns its phase after the session."""
         pg = job.podgroup
         assert pg is not None
-        old = dict(pg.raw.get("status") or {})
-        new = podgroup_status(ssn, job)
-        changed = status_changed(old, new)
-        if changed and self._patch_status("PodGroup", pg.name, new, pg.namespace, stats):
-            stats.podgroup_status += 1
-        event = batch_wb.podgroup_event(job, str(new["phase"]), status_changed=changed)
+        phase = batch_wb.podgroup_phase_after(job)
+        gang = "gang" in ssn.plugins
+        # everything podgroup_status and podgroup_event read from the job (and the session), timestamps aside
+        inputs = (gang, phase, len(job.tasks), job.unschedulable, job.job_fit_error,
+                  batch_wb.unschedulable_reason(job) if gang and job.tasks and job.unschedulable else "",
+                  gang and bool(job.tasks) and not job.unschedulable and job.is_ready(),
+                  job.count(TaskStatus.RUNNING), job.count(TaskStatus.SUCCEEDED), job.count(TaskStatus.FAILED),
+                  job.count(TaskStatus.PENDING))
+        kept = self._unchanged.get(pg)
+        if kept is not None and kept[0] == inputs:
+            event = kept[1]
+        else:
+            old = dict(pg.raw.get("status") or {})
+            new = podgroup_status(ssn, job)
+            changed = status_changed(old, new)
+            if changed and self._patch_status("PodGroup", pg.name, new, pg.namespace, stats):
+                stats.podgroup_status += 1
+            event = batch_wb.podgroup_event(job, str(new["phase"]), status_changed=changed)
+            if not changed:
+                self._unchanged.put(pg, (inputs, event))
         if event is not None:
             self.events.emit(EventRecord(kind="PodGroup", name=pg.name, namespace=pg.namespace, uid=pg.uid,
                                          reason=event.reason, type=event.type, component=COMPONENT,
                                          message=event.message))
+        return phase
 
-    def _queues(self, ssn: Session, stats: WriteBackStats) -> None:
-        phases = {job.uid: batch_wb.podgroup_phase_after(job) for job in ssn.jobs.values()
-                  if job.podgroup is not None}
+    def _queues(self, ssn: Session, stats: WriteBackStats, phases: Mapping[str, PodGroupPhase]) -> None:
         statuses = batch_wb.queue_statuses(ssn.jobs.values(), ssn.queues, phases)
         for name, q in ssn.queues.items():
             if q.view is None:

@@ -31,7 +31,7 @@ class Allocate:
                     continue
                 job.phase = "Inqueue"
             # a job without a pending task that needs resources has nothing to allocate, valid or not
-            if job.count(TaskStatus.PENDING) <= job.pending_best_effort_num():
+            if job.pending_task_num() <= job.pending_best_effort_num():
                 continue
             pending = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort and not t.gated]
             if not pending or ssn.job_valid(job) is not None:

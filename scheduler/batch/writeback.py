@@ -137,10 +137,10 @@ def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) ->
     sums: dict[str, dict[str, int]] = {name: {} for name in queues}
     for job in jobs:
         acc = sums.get(job.queue)
-        # job.allocated is the sum of its Allocated/Binding/Bound/Running tasks' requests, kept by JobInfo
-        if acc is None or not job.allocated:
+        if acc is None:
             continue
-        for k, v in job.allocated.items():
+        # job.allocated is the sum of its Allocated/Binding/Bound/Running tasks' requests, kept by JobInfo
+        for k, v in job.allocated.as_dict().items():
             acc[k] = acc.get(k, 0) + v
     own: dict[str, Resources] = {name: Resources(acc) for name, acc in sums.items()}
     if "root" not in queues:

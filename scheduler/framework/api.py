@@ -19,6 +19,7 @@ import numpy.typing as npt
 from common.objects import NodeView, PodGroupView, PodView, QueueView
 from common.resources import CPU, MEMORY, PODS, Resources
 
+from .memo import IdentityMemo
 from .snapshot import job_id_of
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ _NO_RESOURCES = Resources()
 _READY_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED,
                            TaskStatus.SUCCEEDED})
 _VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
+_UNSETTLED_STATUS = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING})
 # statuses whose request occupies the node (everything except Pending, Pipelined and the terminal ones)
 _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                       TaskStatus.RELEASING, TaskStatus.UNKNOWN})
@@ -188,14 +190,16 @@ class TaskTemplate:
     packed: npt.NDArray[np.int64] = field(repr=False)   # vector and nonzero, as NodeArrays.add_many takes them
 
     @classmethod
-    def of(cls, pod: PodView, columns: Mapping[str, int]) -> TaskTemplate:
-        req = pod.requests + Resources({PODS: 1})
-        vec = np.zeros(len(columns), dtype=np.int64)
-        for name, v in req.items():
-            j = columns.get(name)
-            if j is not None:
-                vec[j] = v
-        vec.flags.writeable = False
+    def of(cls, pod: PodView, columns: Mapping[str, int],
+           vectors: IdentityMemo[_Vectors] | None = None) -> TaskTemplate:
+        """``vectors``: what was derived from a pod's request objects (for these columns) — the scheduler cache
+        keeps them when it refreshes a pod whose containers did not change, so a bound or started pod finds them."""
+        got = vectors.get(pod.requests) if vectors is not None else None
+        if got is None or got[0] is not pod.nonzero_requests:
+            got = _vectors(pod, columns)
+            if vectors is not None:
+                vectors.put(pod.requests, got)
+        _, req, vec, nonzero, packed, best_effort, names = got
         prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
         priority = pod.priority if "priority" in (pod.raw.get("spec") or {}) else 1
         if prio_text is not None:
@@ -204,9 +208,7 @@ class TaskTemplate:
             except ValueError:
                 pass
         flag = _flag(pod, PREEMPTABLE_KEY)
-        nonzero = (pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0))
-        packed = np.concatenate((vec, np.asarray(nonzero, dtype=np.int64)))
-        packed.flags.writeable = False
+        job_id = job_id_of(pod)
         return cls(
             uid=pod.uid or pod.key,
             resreq=req,
@@ -215,16 +217,16 @@ class TaskTemplate:
             priority=priority,
             preemptable=True if flag is None else flag.strip().lower() in ("true", "1", "yes"),
             role=_flag(pod, TASK_SPEC_KEY) or "",
-            best_effort=is_best_effort(req),
+            best_effort=best_effort,
             vector=vec,
             nonzero=nonzero,
             nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
-            names=frozenset(pod.requests),
-            job_id=job_id_of(pod),
+            names=names,
+            job_id=job_id,
             grouped=bool(pod.group_name),
             terminal=pod.terminal,
             scheduler_name=pod.scheduler_name,
-            job_name=job_id_of(pod).split("/", 1)[1],
+            job_name=job_id.split("/", 1)[1],
             creation_time=pod.creation_time or 0.0,
             priority_class_name=pod.priority_class_name,
             spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
@@ -240,6 +242,26 @@ class TaskTemplate:
             return TaskInfo(*args)
         TaskInfo.__init__(renew, *args)
         return renew
+
+
+# of a pod's requests object: (the pod's nonzero_requests object, resreq, vector, (nonzero cpu, nonzero memory),
+# packed, best effort, requested names)
+_Vectors = tuple[Resources, Resources, npt.NDArray[np.int64], tuple[int, int], npt.NDArray[np.int64], bool,
+                 frozenset[str]]
+
+
+def _vectors(pod: PodView, columns: Mapping[str, int]) -> _Vectors:
+    req = pod.requests + Resources({PODS: 1})
+    vec = np.zeros(len(columns), dtype=np.int64)
+    for name, v in req.items():
+        j = columns.get(name)
+        if j is not None:
+            vec[j] = v
+    vec.flags.writeable = False
+    nonzero = (pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0))
+    packed = np.concatenate((vec, np.asarray(nonzero, dtype=np.int64)))
+    packed.flags.writeable = False
+    return pod.nonzero_requests, req, vec, nonzero, packed, is_best_effort(req), frozenset(pod.requests)
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")
@@ -293,6 +315,10 @@ class JobInfo:
     _waiting: int = field(default=0, init=False, repr=False)
     _valid: int = field(default=0, init=False, repr=False)
     _pending_best_effort: int = field(default=0, init=False, repr=False)
+    _pending: int = field(default=0, init=False, repr=False)
+    # tasks Pending, Pipelined, Allocated or Binding, and whether any task changed status since the job was made
+    _unsettled: int = field(default=0, init=False, repr=False)
+    _moved: bool = field(default=False, init=False, repr=False)
 
     def renew(self, uid: str, name: str, namespace: str, queue: str, priority: int, min_available: int,
               min_task_member: Mapping[str, int], min_resources: Resources, podgroup: PodGroupView | None, phase: str,
@@ -312,21 +338,46 @@ class JobInfo:
         self.job_fit_error = ""
         self.unschedulable = False
         self.schedule_start = None
-        self._ready = self._waiting = self._valid = self._pending_best_effort = 0
+        self._ready = self._waiting = self._valid = self._pending_best_effort = self._pending = self._unsettled = 0
+        self._moved = False
 
     @classmethod
     def single(cls, uid: str, name: str, namespace: str, queue: str, priority: int, creation_time: float,
                task: TaskInfo, renew: JobInfo | None = None) -> JobInfo:
         """The group of one of a pod without a PodGroup, holding ``task``: ``minAvailable`` 1, Pending while its
         task is, else Running.  ``renew`` is the previous such job of the pod, made anew in place."""
-        phase = "Pending" if task.status is TaskStatus.PENDING else "Running"
+        status = task.status
+        phase = "Pending" if status is TaskStatus.PENDING else "Running"
         if renew is None:
             job = cls(uid, name, namespace, queue, priority, 1, {}, _NO_RESOURCES, None, phase, creation_time)
-        else:
-            job = renew
-            job.renew(uid, name, namespace, queue, priority, 1, job.min_task_member if not job.min_task_member else {},
-                      _NO_RESOURCES, None, phase, creation_time)
-        job.add_task(task)
+            job.add_task(task)
+            return job
+        # renew(...) then add_task(task), in one go: this runs for most pods in every session
+        job = renew
+        job.uid, job.name, job.namespace, job.queue, job.priority = uid, name, namespace, queue, priority
+        job.min_available, job.min_resources, job.podgroup, job.phase = 1, _NO_RESOURCES, None, phase
+        job.creation_time, job.preemptable = creation_time, True
+        if job.min_task_member:
+            job.min_task_member = {}
+        tasks = job.tasks
+        tasks.clear()
+        tasks[task.uid] = task
+        index = job.index
+        for old in index.values():
+            old.clear()
+        bucket = index.get(status)
+        if bucket is None:
+            bucket = index[status] = {}
+        bucket[task.uid] = task
+        job._ready = job._waiting = job._valid = job._pending_best_effort = job._pending = job._unsettled = 0
+        job._moved = False
+        job._tally(task, status, 1)
+        job.allocated = task.resreq if status in ALLOCATED_STATUS else _NO_RESOURCES
+        if job.fit_errors:
+            job.fit_errors.clear()
+        job.job_fit_error = ""
+        job.unschedulable = False
+        job.schedule_start = None
         return job
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
@@ -336,10 +387,14 @@ class JobInfo:
             self._ready += delta
         elif status is TaskStatus.PIPELINED:
             self._waiting += delta
-        elif status is TaskStatus.PENDING and task.best_effort:
-            self._pending_best_effort += delta
+        elif status is TaskStatus.PENDING:
+            self._pending += delta
+            if task.best_effort:
+                self._pending_best_effort += delta
         if status in _VALID_STATUS:
             self._valid += delta
+        if status in _UNSETTLED_STATUS:
+            self._unsettled += delta
 
     def _put(self, task: TaskInfo, status: TaskStatus) -> None:
         bucket = self.index.get(status)
@@ -360,6 +415,7 @@ class JobInfo:
             self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        self._moved = True
         old = task.status
         bucket = self.index.get(old)
         if bucket is not None:
@@ -401,6 +457,14 @@ class JobInfo:
 
     def waiting_task_num(self) -> int:
         return self._waiting
+
+    def pending_task_num(self) -> int:
+        return self._pending
+
+    def may_be_unsettled(self) -> bool:
+        """Whether a task may be Pending, Pipelined, Allocated or Binding, or have changed status since the job was
+        made (False: every task is where the session found it, none waiting for a node)."""
+        return self._unsettled > 0 or self._moved
 
     def pending_best_effort_num(self) -> int:
         return self._pending_best_effort

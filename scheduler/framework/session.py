@@ -193,9 +193,11 @@ class Session:
         for p, e in zip(pods, found, strict=True):
             names.update(p.requests if e is None else e.template.names)
         columns = resource_columns(names)
+        vectors = memo.table("session.vectors")
         if memo.value("session.columns") != columns:
             # task vectors are laid out on the columns: templates made for other columns are of no use
             pod_table.clear()
+            vectors.clear()
             memo.set_value("session.columns", columns)
             found = [None] * len(pods)
         self.arrays = NodeArrays(columns, [n.allocatable for n in snap.nodes])
@@ -223,7 +225,7 @@ class Session:
         default_priority = snap.global_default_priority()
         for pod, e in zip(pods, found, strict=True):
             if e is None:
-                e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col)))
+                e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, vectors)))
             t = e.template
             ours = t.scheduler_name == sched
             terminal = t.terminal

@@ -78,10 +78,17 @@ class Snapshot:
         return 0
 
     def total_allocatable(self) -> Resources:
-        total = Resources()
+        """The sum of the nodes' allocatable, as adding their ``Resources`` one after the other gives it (an entry
+        that sums to zero is dropped, and comes back at the end if a later node adds to it)."""
+        total: dict[str, int] = {}
         for n in self.nodes:
-            total = total + n.allocatable
-        return total
+            for k, v in n.allocatable.as_dict().items():
+                s = total.get(k, 0) + v
+                if s:
+                    total[k] = s
+                else:
+                    total.pop(k, None)
+        return Resources(total)
 
 
 def job_id_of(pod: PodView) -> str:

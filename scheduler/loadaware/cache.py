@@ -109,6 +109,19 @@ class AssignedPodCache:
         self._by_node.setdefault(entry.node, {})[entry.key] = entry
         self._node_of[entry.key] = entry.node
 
+    def add_all(self, entries: Iterable[AssignedPod]) -> None:
+        """``add`` each entry in turn."""
+        by_node, node_of = self._by_node, self._node_of
+        for entry in entries:
+            if entry.key in node_of:
+                self.add(entry)
+                continue
+            pods = by_node.get(entry.node)
+            if pods is None:
+                pods = by_node[entry.node] = {}
+            pods[entry.key] = entry
+            node_of[entry.key] = entry.node
+
     def remove(self, key: str) -> AssignedPod | None:
         node = self._node_of.pop(key, None)
         if node is None:
@@ -170,8 +183,12 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     for kind, duration in longest.items():
         aggregated[(kind, 0.0)] = aggregated[(kind, duration)]
     reported = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
-    pod_usage = {key: tuple(p.usage.get(n, 0) for n in names) for key, p in reported.items()}
-    prod_reported = frozenset(key for key, p in reported.items() if p.priority == PriorityClass.PROD.value)
+    pod_usage: dict[str, tuple[int, ...]] = {}
+    for key, p in reported.items():
+        usage = p.usage.as_dict()
+        pod_usage[key] = tuple([usage.get(n, 0) for n in names])
+    prod_value = PriorityClass.PROD.value
+    prod_reported = frozenset([key for key, p in reported.items() if p.priority == prod_value])
     base = tuple(0 for _ in names)
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}

@@ -61,6 +61,24 @@ def _percent(used: IntArray, allocatable: IntArray) -> IntArray:
     return (whole + (pct - whole >= 0.5)).astype(np.int64)
 
 
+def _threshold_matrices(profiles: Sequence[ThresholdProfile], names: Sequence[str]
+                        ) -> tuple[IntArray, IntArray, BoolArray, BoolArray]:
+    """Per node: the plain and prod thresholds in resource order, whether prod thresholds apply, whether the
+    aggregated profile applies."""
+    n, k = len(profiles), len(names)
+    plain_thr = np.zeros((n, k), dtype=np.int64)
+    prod_thr = np.zeros((n, k), dtype=np.int64)
+    for i, p in enumerate(profiles):
+        plain = p.aggregated.usage_thresholds if p.aggregated is not None else p.usage_thresholds
+        plain_thr[i] = [plain.get(r, 0) for r in names]
+        prod_thr[i] = [p.prod_usage_thresholds.get(r, 0) for r in names]
+    prod_enabled = np.array([p.prod_enabled for p in profiles], dtype=np.bool_)
+    agg_used = np.array([p.aggregated is not None for p in profiles], dtype=np.bool_)
+    for a in (plain_thr, prod_thr, prod_enabled, agg_used):
+        a.flags.writeable = False
+    return plain_thr, prod_thr, prod_enabled, agg_used
+
+
 class LoadAwareState:
     """Per-session matrices for one plugin instance (resource order = ``args.resource_names``)."""
 
@@ -95,14 +113,12 @@ class LoadAwareState:
             [nm in metrics and is_expired(metrics[nm].update_time, now, args.node_metric_expiration_seconds)
              for nm in self.node_names], dtype=np.bool_)
         self.has_status = np.zeros(n, dtype=np.bool_)
-        self.thr_plain = np.zeros((n, k), dtype=np.int64)
-        self.thr_prod = np.zeros((n, k), dtype=np.int64)
-        self.prod_enabled = np.array([p.prod_enabled for p in self.profiles], dtype=np.bool_)
-        self.agg_used = np.array([p.aggregated is not None for p in self.profiles], dtype=np.bool_)
-        for i, p in enumerate(self.profiles):
-            plain = p.aggregated.usage_thresholds if p.aggregated is not None else p.usage_thresholds
-            self.thr_plain[i] = [plain.get(r, 0) for r in self.names]
-            self.thr_prod[i] = [p.prod_usage_thresholds.get(r, 0) for r in self.names]
+        if memo is not None:
+            # the profiles are memoised objects: while they stay the same, so do these matrices (never written)
+            thresholds = memo.for_profiles(self.profiles, lambda: _threshold_matrices(self.profiles, self.names))
+        else:
+            thresholds = _threshold_matrices(self.profiles, self.names)
+        self.thr_plain, self.thr_prod, self.prod_enabled, self.agg_used = thresholds
         # waterline percent per node/resource (0 = none), lowered by the margin; off without respectWaterlines
         self.waterline_cap = np.zeros((n, k), dtype=np.int64)
         if args.respect_waterlines and waterline_percent is not None:
@@ -129,8 +145,8 @@ class LoadAwareState:
         score = existing_load(load, prod=False, agg_type=agg.score_aggregation_type,
                               agg_duration=agg.score_aggregated_duration)
         zero = np.zeros(len(self.names), dtype=np.int64)
-        return NodeRows(load.node_usage is not None, zero if plain is None else plain, zero if prod is None else prod,
-                        zero if score is None else score)
+        return NodeRows.of(load.node_usage is not None, zero if plain is None else plain,
+                           zero if prod is None else prod, zero if score is None else score)
 
     def _fill_rows(self, memo: LoadAwareMemo | None) -> None:
         """Every node's rows as the session opens (nodes without a NodeMetric keep zero rows)."""
@@ -154,9 +170,11 @@ class LoadAwareState:
         if not at:
             return
         self.has_status[at] = [r.has_status for r in rows]
-        self.load_filter[at] = np.array([r.filter for r in rows], dtype=np.int64)
-        self.load_prod[at] = np.array([r.prod for r in rows], dtype=np.int64)
-        self.load_score[at] = np.array([r.score for r in rows], dtype=np.int64)
+        k = len(self.names)
+        packed = np.concatenate([r.packed for r in rows]).reshape(len(at), 3 * k)
+        self.load_filter[at] = packed[:, :k]
+        self.load_prod[at] = packed[:, k:2 * k]
+        self.load_score[at] = packed[:, 2 * k:]
 
     def _refresh(self, i: int) -> None:
         name = self.node_names[i]
@@ -167,9 +185,10 @@ class LoadAwareState:
         if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
         self.has_status[i] = rows.has_status
-        self.load_filter[i] = rows.filter
-        self.load_prod[i] = rows.prod
-        self.load_score[i] = rows.score
+        k = len(self.names)
+        self.load_filter[i] = rows.packed[:k]
+        self.load_prod[i] = rows.packed[k:2 * k]
+        self.load_score[i] = rows.packed[2 * k:]
 
     def reserve(self, entry: AssignedPod) -> None:
         self.cache.add(entry)

@@ -10,9 +10,9 @@ pod without a PodScheduled time is stamped with ``now``; metric expiry is worked
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -27,17 +27,23 @@ from .profile import ThresholdProfile, effective_profile, plugin_profile
 __all__ = ["LoadAwareMemo", "NodeRows"]
 
 IntArray = npt.NDArray[np.int64]
+T = TypeVar("T")
 _KEY = "loadaware"
 
 
 @dataclass(frozen=True, slots=True)
 class NodeRows:
-    """A node's existing load as the filter and the score read it (zero rows where there is none)."""
+    """A node's existing load as the filter and the score read it (zero rows where there is none): the filter's,
+    the prod filter's and the score's rows one after the other, read-only."""
 
     has_status: bool
-    filter: IntArray
-    prod: IntArray
-    score: IntArray
+    packed: IntArray
+
+    @classmethod
+    def of(cls, has_status: bool, filter_row: IntArray, prod_row: IntArray, score_row: IntArray) -> NodeRows:
+        packed = np.concatenate((filter_row, prod_row, score_row)).astype(np.int64, copy=False)
+        packed.flags.writeable = False
+        return cls(has_status, packed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +68,13 @@ class LoadAwareMemo:
         self._profiles = memo.table("loadaware.profile")
         self._policies = memo.table("loadaware.policy")
         self._metrics = memo.table("loadaware.metric")
-        for t in (self._assigned, self._profiles, self._policies, self._metrics):
+        self._node_allocatable = memo.table("loadaware.allocatable")
+        for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
+        self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
 
     @classmethod
     def of(cls, memo: SessionMemo, args: LoadAwareArgs) -> LoadAwareMemo:
@@ -115,6 +123,25 @@ class LoadAwareMemo:
         self._rows[node] = _RowsEntry(metric, profile, pods, rows)
         return rows
 
+    def for_profiles(self, profiles: Sequence[ThresholdProfile], compute: Callable[[], T]) -> T:
+        """``compute()`` (something derived from the nodes' threshold profiles), kept while they are the same."""
+        hit = self._thresholds
+        if hit is None or not _same(hit[0], profiles):
+            hit = self._thresholds = (tuple(profiles), compute())
+        value: T = hit[1]
+        return value
+
+    def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:
+        """:meth:`assigned` of every pod that enters the cache, in order."""
+        table = self._assigned
+        out: list[AssignedPod] = []
+        for pod in pods:
+            hit: tuple[AssignedPod | None] | None = table.get(pod)
+            entry = hit[0] if hit is not None else self.assigned(pod, now)
+            if entry is not None:
+                out.append(entry)
+        return out
+
     def forget_nodes_except(self, names: Sequence[str]) -> None:
         """Drop the rows of nodes no longer in the session."""
         if len(self._rows) > len(names):
@@ -128,12 +155,19 @@ class LoadAwareMemo:
             hit = self._policies.put(raw, (parse(raw),))
         return hit[0]
 
-    def allocatable(self, nodes: Sequence[NodeView], compute: Callable[[], IntArray]) -> IntArray:
-        """``compute()`` (the nodes' estimated allocatable matrix), kept while the nodes are the same objects; a
-        copy, so the caller may change it."""
+    def allocatable(self, nodes: Sequence[NodeView], row: Callable[[NodeView], Sequence[int]]) -> IntArray:
+        """The nodes' estimated allocatable matrix (``row(node)`` per node, kept per node object, and the matrix
+        while the nodes are the same objects); a copy, so the caller may change it."""
         hit = self._allocatable
         if hit is None or not _same(hit[0], nodes):
-            hit = self._allocatable = (tuple(nodes), compute())
+            rows: list[Sequence[int]] = []
+            for node in nodes:
+                got: Sequence[int] | None = self._node_allocatable.get(node)
+                if got is None:
+                    got = self._node_allocatable.put(node, row(node))
+                rows.append(got)
+            matrix = np.array(rows, dtype=np.int64).reshape(len(nodes), len(self.args.resource_names))
+            hit = self._allocatable = (tuple(nodes), matrix)
         return hit[1].copy()
 
     def waterlines(self, policies: Sequence[object], nodes: Sequence[NodeView], compute: Callable[[], Any]) -> Any:

@@ -40,11 +40,15 @@ def estimate_node_allocatable(node: NodeView) -> Resources:
     return Resources(merged)
 
 
+def allocatable_row(node: NodeView, names: Sequence[str]) -> list[int]:
+    alloc = estimate_node_allocatable(node)
+    return [alloc.get(r, 0) for r in names]
+
+
 def allocatable_matrix(nodes: Sequence[NodeView], names: Sequence[str]) -> npt.NDArray[np.int64]:
     out = np.zeros((len(nodes), len(names)), dtype=np.int64)
     for i, node in enumerate(nodes):
-        alloc = estimate_node_allocatable(node)
-        out[i] = [alloc.get(r, 0) for r in names]
+        out[i] = allocatable_row(node, names)
     return out
 
 
@@ -62,11 +66,9 @@ def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[Po
             if enters_cache(pod):
                 cache.add(assigned_pod(pod, pod.node_name, now, args))
     else:
-        for pod in pods:
-            entry = memo.assigned(pod, now)
-            if entry is not None:
-                cache.add(entry)
-    alloc = allocatable_matrix(nodes, args.resource_names) if memo is None else memo.allocatable(
-        nodes, lambda: allocatable_matrix(nodes, args.resource_names))
+        cache.add_all(memo.entries(pods, now))
+    names = args.resource_names
+    alloc = allocatable_matrix(nodes, names) if memo is None else memo.allocatable(
+        nodes, lambda node: allocatable_row(node, names))
     return LoadAwareState(args, [n.name for n in nodes], alloc, [n.annotations for n in nodes], metrics, cache, now,
                           waterline_percent, memo)

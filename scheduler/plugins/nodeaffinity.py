@@ -149,8 +149,9 @@ class AffinityCheck:
         self.names = [v.name for v in views]
         self._views = views
         # the grouping only changes with the node objects: later sessions over the same nodes reuse it
-        self._groups = ssn.memo.for_objects("node-label-groups", views,
-                                            lambda: label_groups(self.labels, self.names))
+        self._groups = ssn.memo.for_objects(
+            "node-label-groups", views,
+            lambda: label_groups(self.labels, self.names, sorted_labels=ssn.memo.table("node-labels-sorted")))
         self._by_name: NodeGroups[LabelSig] | None = None
         n = len(views)
         self._required: dict[str, BoolArray] = {}
@@ -168,17 +169,27 @@ class AffinityCheck:
         if not uses_match_fields(affinity):
             return self._groups
         if self._by_name is None:
-            self._by_name = self.ssn.memo.for_objects("node-label-groups-by-name", self._views,
-                                                      lambda: label_groups(self.labels, self.names, by_name=True))
+            self._by_name = self.ssn.memo.for_objects(
+                "node-label-groups-by-name", self._views,
+                lambda: label_groups(self.labels, self.names, by_name=True,
+                                     sorted_labels=self.ssn.memo.table("node-labels-sorted")))
         return self._by_name
 
     def _preferred_raw(self, affinity: Mapping[str, Any]) -> IntArray:
         groups = self._groups_for(affinity)
         return groups.evaluate(lambda sig: preferred_sum(affinity, dict(sig[0]), sig[1]), int).astype(np.int64)
 
+    def _key(self, pod: PodView) -> str:
+        """The pod's affinity signature, kept per pod object across sessions (it is a JSON dump)."""
+        memo = self.ssn.memo.table("nodeaffinity.signature")
+        key: str | None = memo.get(pod)
+        if key is None:
+            key = memo.put(pod, _signature(pod))
+        return key
+
     def required(self, pod: PodView) -> BoolArray:
         """The pod's own nodeSelector and required terms (what PodTopologySpread's nodeAffinityPolicy honours)."""
-        key = _signature(pod)
+        key = self._key(pod)
         hit = self._required.get(key)
         if hit is None:
             hit = affinity_filter(pod.node_selector, pod.affinity, self._groups_for(pod.affinity))
@@ -193,7 +204,7 @@ class AffinityCheck:
         return FilterResult(self.passes(task), default=(Code.UNRESOLVABLE, AFFINITY_REASON))
 
     def raw_score(self, pod: PodView) -> IntArray:
-        key = _signature(pod)
+        key = self._key(pod)
         hit = self._preferred.get(key)
         if hit is None:
             prefs = (pod.affinity.get("nodeAffinity") or {}).get(_PREFERRED)

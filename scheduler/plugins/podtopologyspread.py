@@ -72,6 +72,8 @@ class _Placed:
 
 
 _INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
+# statuses of the tasks the index counts on their node (on_node or pipelined)
+_INDEXED = frozenset(s for s in TaskStatus if on_node(s) or s is TaskStatus.PIPELINED)
 
 
 class PodIndex:
@@ -92,27 +94,33 @@ class PodIndex:
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
 
     def _seed(self, ssn: Session) -> None:
-        """``sync`` of every task on a node as the session opens (no matcher is counted yet), with each pod's
-        affinity/host-port flags taken from the session memo for pods seen before."""
-        flags = ssn.memo.table("podindex.flags")
+        """``sync`` of every task on a node as the session opens (no matcher is counted yet).  Per pod object, the
+        session memo keeps its affinity/host-port flags and its last placement record, reused when it still says
+        the same node and the same terminating state."""
+        memo = ssn.memo.table("podindex.pod")
+        index, placed_by_uid = self._index, self._placed
         rows: list[int] = []
         for nd in ssn.nodes:
             for task in nd.tasks.values():
-                idx = self._index.get(task.node_name) if task.node_name else None
-                if idx is None or not (on_node(task.status) or task.status is TaskStatus.PIPELINED):
+                idx = index.get(task.node_name) if task.node_name else None
+                status = task.status
+                if idx is None or status not in _INDEXED:
                     continue
-                if task.uid in self._placed:   # the same uid twice (not from a real cluster): sync decides
+                if task.uid in placed_by_uid:   # the same uid twice (not from a real cluster): sync decides
                     self._count(rows)
                     rows = []
                     self.sync(task)
                     continue
                 pod = task.pod
-                placed = _Placed(pod, idx, task.status is TaskStatus.RELEASING or pod.deleting)
-                self._placed[task.uid] = placed
-                rows.append(idx)
-                got: tuple[bool, bool] | None = flags.get(pod)
+                terminating = status is TaskStatus.RELEASING or pod.deleting
+                got: list[Any] | None = memo.get(pod)
                 if got is None:
-                    got = flags.put(pod, (_has_pod_affinity(pod), _has_host_ports(pod)))
+                    got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None])
+                placed = got[2]
+                if placed is None or placed.node != idx or placed.terminating != terminating:
+                    placed = got[2] = _Placed(pod, idx, terminating)
+                placed_by_uid[task.uid] = placed
+                rows.append(idx)
                 if got[0]:
                     self.with_affinity[task.uid] = placed
                 if got[1]:
@@ -310,19 +318,28 @@ class SpreadCheck:
         """The pod's constraints (or the defaults) and whether they are the system defaults."""
         hit = self._constraints.get(task.uid)
         if hit is None:
-            own = _pod_constraints(task.pod)
-            if own:
-                hit = (own, False)
+            # a pod seen by an earlier session under the same defaults has the same constraints
+            memo = self.ssn.memo.table("spread.constraints")
+            kept: tuple[tuple[Mapping[str, Any], ...], bool, tuple[list[Constraint], bool]] | None = memo.get(task.pod)
+            if kept is not None and kept[1] == self.system_defaulted and kept[0] == self.defaults:
+                hit = kept[2]
             else:
-                sel = workload_selector(task.pod)
-                specs = [] if sel.empty else [
-                    Constraint(SpreadConstraint(int(c["maxSkew"]), str(c["topologyKey"]),
-                                                c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule", sel,
-                                                int(c.get("minDomains", 1) or 1)))
-                    for c in self.defaults]
-                hit = (specs, self.system_defaulted)
+                hit = self._parse_constraints(task.pod)
+                memo.put(task.pod, (self.defaults, self.system_defaulted, hit))
             self._constraints[task.uid] = hit
         return hit
+
+    def _parse_constraints(self, pod: PodView) -> tuple[list[Constraint], bool]:
+        own = _pod_constraints(pod)
+        if own:
+            return own, False
+        sel = workload_selector(pod)
+        specs = [] if sel.empty else [
+            Constraint(SpreadConstraint(int(c["maxSkew"]), str(c["topologyKey"]),
+                                        c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule", sel,
+                                        int(c.get("minDomains", 1) or 1)))
+            for c in self.defaults]
+        return specs, self.system_defaulted
 
     def _eligible(self, pod: PodView, c: Constraint) -> BoolArray:
         mask = np.ones(len(self.labels), dtype=np.bool_)

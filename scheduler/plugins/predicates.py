@@ -89,6 +89,8 @@ class _Collector:
         self.failed = np.zeros(n, dtype=np.bool_)
 
     def add(self, failing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
+        if not failing.any():
+            return
         for i in np.flatnonzero(failing & ~self.stopped).tolist():
             found = [result] if isinstance(result, tuple) else (result.reasons.get(i) or [result.default])
             self.reasons.setdefault(i, []).extend(found)

@@ -10,6 +10,8 @@ tolerations are checked once per distinct set.  :class:`TaintCheck` is shared wi
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -18,7 +20,14 @@ from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.predicates.groups import NodeGroups
-from scheduler.predicates.taints import UNTOLERATED_REASON, Taint, node_taints, taint_filter, taint_score
+from scheduler.predicates.taints import (
+    UNTOLERATED_REASON,
+    Taint,
+    node_taints,
+    taint_counts,
+    taint_filter,
+    taint_score,
+)
 
 __all__ = ["NAME", "TaintCheck", "TaintToleration"]
 
@@ -37,15 +46,34 @@ class TaintCheck:
         self.groups: NodeGroups[tuple[Taint, ...]] = ssn.memo.for_objects(
             "taint-groups", views, lambda: NodeGroups([node_taints(v) for v in views]))
 
+    def _per_pod(self, task: TaskInfo) -> list[Any]:
+        """[groups, filter, counts] kept per pod object: valid while the node grouping is the same object."""
+        memo = self.ssn.memo.table("taints.pod")
+        got: list[Any] | None = memo.get(task.pod)
+        if got is None or got[0] is not self.groups:
+            got = memo.put(task.pod, [self.groups, None, None])
+        return got
+
     def passes(self, task: TaskInfo) -> BoolArray:
-        return taint_filter(self.groups, task.pod.tolerations)
+        got = self._per_pod(task)
+        if got[1] is None:
+            mask = taint_filter(self.groups, task.pod.tolerations)
+            mask.flags.writeable = False
+            got[1] = mask
+        out: BoolArray = got[1]
+        return out
 
     def filter(self, task: TaskInfo) -> FilterResult:
         return FilterResult(self.passes(task), default=(Code.UNRESOLVABLE, UNTOLERATED_REASON))
 
     def score(self, task: TaskInfo) -> IntArray:
         """0..100 per node, normalised over the nodes being scored (0 elsewhere)."""
-        return taint_score(self.groups, task.pod.tolerations, self.ssn.scoring_mask())
+        got = self._per_pod(task)
+        if got[2] is None:
+            counts = taint_counts(self.groups, task.pod.tolerations)
+            counts.flags.writeable = False
+            got[2] = counts
+        return taint_score(self.groups, task.pod.tolerations, self.ssn.scoring_mask(), counts=got[2])
 
 
 class TaintToleration:

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.memo import IdentityMemo
+
 from .groups import NodeGroups
 
 __all__ = ["AFFINITY_REASON", "match_expression", "match_term", "node_matches_required", "preferred_sum",
@@ -18,10 +20,19 @@ LabelSig = tuple[tuple[tuple[str, str], ...], str]
 
 
 def label_groups(node_labels: Sequence[Mapping[str, str]], node_names: Sequence[str], *,
-                 by_name: bool = False) -> NodeGroups[LabelSig]:
-    """Nodes grouped by label set (and by name too when a pod uses matchFields)."""
-    return NodeGroups([(tuple(sorted(lb.items())), nm if by_name else "")
-                       for lb, nm in zip(node_labels, node_names, strict=True)])
+                 by_name: bool = False,
+                 sorted_labels: IdentityMemo[tuple[tuple[str, str], ...]] | None = None) -> NodeGroups[LabelSig]:
+    """Nodes grouped by label set (and by name too when a pod uses matchFields); ``sorted_labels`` keeps each
+    label mapping's sorted items from one call to the next."""
+    sigs: list[LabelSig] = []
+    for lb, nm in zip(node_labels, node_names, strict=True):
+        items = sorted_labels.get(lb) if sorted_labels is not None else None
+        if items is None:
+            items = tuple(sorted(lb.items()))
+            if sorted_labels is not None:
+                sorted_labels.put(lb, items)
+        sigs.append((items, nm if by_name else ""))
+    return NodeGroups(sigs)
 
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 BoolArray = npt.NDArray[np.bool_]

@@ -68,10 +68,17 @@ def normalize_reverse(counts: IntArray) -> IntArray:
     return (100 - 100 * counts // m).astype(np.int64)
 
 
+def taint_counts(groups: NodeGroups[tuple[Taint, ...]], tolerations: Sequence[Mapping[str, Any]]) -> IntArray:
+    """Per node, the PreferNoSchedule taints the tolerations leave untolerated."""
+    return groups.evaluate(lambda ts: prefer_no_schedule_count(ts, tolerations), int).astype(np.int64)
+
+
 def taint_score(groups: NodeGroups[tuple[Taint, ...]], tolerations: Sequence[Mapping[str, Any]],
-                feasible: BoolArray | None = None) -> IntArray:
-    """Normalised 0..100 score; the max is taken over the scored (feasible) nodes only."""
-    counts = groups.evaluate(lambda ts: prefer_no_schedule_count(ts, tolerations), int).astype(np.int64)
+                feasible: BoolArray | None = None, counts: IntArray | None = None) -> IntArray:
+    """Normalised 0..100 score; the max is taken over the scored (feasible) nodes only.  ``counts``: the
+    :func:`taint_counts` of these groups and tolerations, when the caller kept them."""
+    if counts is None:
+        counts = taint_counts(groups, tolerations)
     if feasible is None:
         return normalize_reverse(counts)
     out = np.zeros(len(counts), dtype=np.int64)
