@@ -144,7 +144,7 @@ class NodeArrays:
         need = vec > 0
         if not need.any():
             return np.ones(free.shape[0], dtype=np.bool_)
-        out: npt.NDArray[np.bool_] = np.all(free[:, need] >= vec[need], axis=1)
+        out: npt.NDArray[np.bool_] = np.asarray((free[:, need] >= vec[need]).all(axis=1))
         return out
 
     def first_insufficient(self, vec: IntArray, free_row: IntArray) -> str:

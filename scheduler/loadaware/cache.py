@@ -21,7 +21,7 @@ from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
 
 __all__ = ["AssignedPod", "AssignedPodCache", "MetricLoad", "NodeLoad", "metric_load", "node_load", "existing_load",
-           "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION"]
+           "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION", "NodeEntries"]
 
 RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
 AFTER_INIT_ANNOTATION = "scheduling.koordinator.sh/load-estimated-seconds-after-initialized"
@@ -97,6 +97,24 @@ def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> 
     return entry, scheduled is None
 
 
+@dataclass(frozen=True, slots=True)
+class NodeEntries:
+    """The assigned-pod entries of the pods on one node, in order, and as the cache's two maps hold them; entries
+    with the same key (a broken snapshot) leave ``by_key`` empty, so the cache adds them one by one."""
+
+    node: str
+    entries: tuple[AssignedPod, ...]
+    by_key: Mapping[str, AssignedPod]
+    node_of: Mapping[str, str]
+
+    @classmethod
+    def of(cls, node: str, entries: Sequence[AssignedPod]) -> NodeEntries:
+        by_key = {e.key: e for e in entries}
+        if len(by_key) != len(entries) or any(e.node != node for e in entries):
+            return cls(node, tuple(entries), {}, {})
+        return cls(node, tuple(entries), by_key, dict.fromkeys(by_key, node))
+
+
 class AssignedPodCache:
     """Per node: the pods the scheduler knows are there (bound or reserved). Mutable; owned by one plugin."""
 
@@ -121,6 +139,23 @@ class AssignedPodCache:
                 pods = by_node[entry.node] = {}
             pods[entry.key] = entry
             node_of[entry.key] = entry.node
+
+    def add_nodes(self, groups: Sequence[NodeEntries]) -> None:
+        """``add_all`` of every group's entries, group after group, as whole-dict copies: exact when the cache is
+        empty and no pod key is in two groups (checked; otherwise the entries are added one by one)."""
+        if not self._node_of and all(g.by_key or not g.entries for g in groups):
+            total = 0
+            for g in groups:
+                if g.by_key:
+                    self._by_node[g.node] = dict(g.by_key)
+                    self._node_of.update(g.node_of)
+                    total += len(g.by_key)
+            if len(self._node_of) == total:
+                return
+            self._by_node.clear()
+            self._node_of.clear()
+        for g in groups:
+            self.add_all(g.entries)
 
     def remove(self, key: str) -> AssignedPod | None:
         node = self._node_of.pop(key, None)

@@ -21,7 +21,7 @@ from common.objects import NodeMetricView, NodeView, PodView
 from scheduler.framework.memo import SessionMemo
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, MetricLoad, assigned_entry, enters_cache, metric_load
+from .cache import AssignedPod, MetricLoad, NodeEntries, assigned_entry, enters_cache, metric_load
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
 __all__ = ["LoadAwareMemo", "NodeRows"]
@@ -72,6 +72,7 @@ class LoadAwareMemo:
         for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
+        self._node_entries: dict[str, tuple[tuple[PodView, ...], NodeEntries]] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
         self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
@@ -131,6 +132,21 @@ class LoadAwareMemo:
         value: T = hit[1]
         return value
 
+    def node_entries(self, node: str, pods: Sequence[PodView], now: float) -> NodeEntries:
+        """The entries of the pods on ``node`` (those entering the cache), kept while they are the same pod
+        objects and none was stamped with the session's time."""
+        hit = self._node_entries.get(node)
+        if hit is not None and _same(hit[0], pods):
+            return hit[1]
+        table = self._assigned
+        entries = self.entries(pods, now)
+        group = NodeEntries.of(node, entries)
+        if all(table.get(p) is not None for p in pods):   # every entry independent of now
+            self._node_entries[node] = (tuple(pods), group)
+        else:
+            self._node_entries.pop(node, None)
+        return group
+
     def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:
         """:meth:`assigned` of every pod that enters the cache, in order."""
         table = self._assigned
@@ -147,6 +163,9 @@ class LoadAwareMemo:
         if len(self._rows) > len(names):
             keep = set(names)
             self._rows = {k: v for k, v in self._rows.items() if k in keep}
+        if len(self._node_entries) > len(names):
+            keep = set(names)
+            self._node_entries = {k: v for k, v in self._node_entries.items() if k in keep}
 
     def parsed_policy(self, raw: object, parse: Callable[[object], object | None]) -> object | None:
         """``parse(raw)`` (None when invalid), once per policy object."""

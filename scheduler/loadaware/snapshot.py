@@ -55,9 +55,11 @@ def allocatable_matrix(nodes: Sequence[NodeView], names: Sequence[str]) -> npt.N
 def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[PodView],
                metrics: Mapping[str, NodeMetricView], now: float,
                waterline_percent: npt.NDArray[np.int64] | None = None,
-               memo: LoadAwareMemo | None = None) -> LoadAwareState:
+               memo: LoadAwareMemo | None = None,
+               pods_by_node: Sequence[Sequence[PodView]] | None = None) -> LoadAwareState:
     """The session's load-aware state; ``memo`` (made for ``args``) reuses what earlier sessions derived from the
-    same objects."""
+    same objects.  ``pods_by_node``: ``pods`` split by node, in ``nodes`` order, each pod on the node it names —
+    the memo then also keeps each node's entries while its pods stay the same objects."""
     if memo is not None and memo.args != args:
         raise ValueError("the load-aware memo was made for other arguments")
     cache = AssignedPodCache()
@@ -65,6 +67,8 @@ def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[Po
         for pod in pods:
             if enters_cache(pod):
                 cache.add(assigned_pod(pod, pod.node_name, now, args))
+    elif pods_by_node is not None:
+        cache.add_nodes([memo.node_entries(node.name, on, now) for node, on in zip(nodes, pods_by_node, strict=True)])
     else:
         cache.add_all(memo.entries(pods, now))
     names = args.resource_names

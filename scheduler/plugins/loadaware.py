@@ -139,8 +139,8 @@ class LoadAware:
         return est
 
     def on_session_open(self, ssn: Session) -> None:
-        on_nodes = [t.pod for n in ssn.nodes for t in n.tasks.values()
-                    if t.status not in (TaskStatus.PIPELINED, TaskStatus.ALLOCATED)]
+        by_node = [[t.pod for t in n.tasks.values() if t.status not in (TaskStatus.PIPELINED, TaskStatus.ALLOCATED)]
+                   for n in ssn.nodes]
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
         percent = extra if isinstance(extra, np.ndarray) else None
         self.waterline_sources = []
@@ -152,7 +152,8 @@ class LoadAware:
                 percent, sources = memo.waterlines(
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
-        state = open_state(self.args, views, on_nodes, ssn.snapshot.node_metrics, ssn.now, percent, memo)
+        state = open_state(self.args, views, [p for on in by_node for p in on], ssn.snapshot.node_metrics, ssn.now,
+                           percent, memo, by_node)
         self.state = state
 
         def predicate(task: TaskInfo) -> FilterResult:
