@@ -20,7 +20,7 @@ from common.resources import Resources
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
 
-__all__ = ["AssignedPod", "AssignedPodCache", "MetricLoad", "NodeLoad", "metric_load", "node_load", "existing_load",
+__all__ = ["AssignedPod", "AssignedPodCache", "MetricLoad", "NodeLoad", "metric_load", "node_load", "load_rows", "existing_load",
            "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION", "NodeEntries"]
 
 RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
@@ -186,17 +186,14 @@ class NodeLoad:
     node_estimated: IntArray
 
 
-def _vec(res: Mapping[str, int], names: Sequence[str]) -> IntArray:
-    return np.array([res.get(n, 0) for n in names], dtype=np.int64)
-
-
 @dataclass(frozen=True, slots=True)
 class MetricLoad:
-    """What :func:`node_load` reads from one NodeMetric, in the args' resource order; it depends on the metric and
-    the arguments only, so a NodeMetric that did not change need not be read again."""
+    """What :func:`node_load` reads from one NodeMetric, in the args' resource order (Python ints: the vectors are
+    a few entries long); it depends on the metric and the arguments only, so a NodeMetric that did not change
+    need not be read again."""
 
-    node_usage: IntArray | None
-    aggregated: Mapping[tuple[str, float], IntArray]
+    node_usage: tuple[int, ...] | None          # None without status.nodeMetric
+    aggregated: Mapping[tuple[str, float], tuple[int, ...]]
     pod_usage: Mapping[str, tuple[int, ...]]   # namespace/name -> usage, for the pods reported with a usage
     prod_reported: frozenset[str]
     base_prod_usage: tuple[int, ...]           # the system usage when prodUsageIncludeSys, else zeros
@@ -204,41 +201,38 @@ class MetricLoad:
     interval: float
 
 
+def _ints(res: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
+    d = res.as_dict() if isinstance(res, Resources) else res
+    return tuple([d.get(n, 0) for n in names])
+
+
 def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     names = args.resource_names
     has_status = bool((metric.raw.get("status") or {}).get("nodeMetric"))
-    node_usage = _vec(metric.node_usage, names) if has_status else None
-    aggregated: dict[tuple[str, float], IntArray] = {}
+    node_usage = _ints(metric.node_usage, names) if has_status else None
+    aggregated: dict[tuple[str, float], tuple[int, ...]] = {}
     longest: dict[str, float] = {}
     for duration, per in metric.aggregated.items():
         for kind, res in per.items():
-            aggregated[(kind, duration)] = _vec(res, names)
+            aggregated[(kind, duration)] = _ints(res, names)
             if duration >= longest.get(kind, -1.0):
                 longest[kind] = duration
     for kind, duration in longest.items():
         aggregated[(kind, 0.0)] = aggregated[(kind, duration)]
     reported = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
-    pod_usage: dict[str, tuple[int, ...]] = {}
-    for key, p in reported.items():
-        usage = p.usage.as_dict()
-        pod_usage[key] = tuple([usage.get(n, 0) for n in names])
+    pod_usage = {key: _ints(p.usage, names) for key, p in reported.items()}
     prod_value = PriorityClass.PROD.value
     prod_reported = frozenset([key for key, p in reported.items() if p.priority == prod_value])
     base = tuple(0 for _ in names)
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
-        sys_usage = Resources.parse(sys_raw.get("resources"), field="systemUsage")
-        base = tuple(sys_usage.get(n, 0) for n in names)
+        base = _ints(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
     return MetricLoad(node_usage, aggregated, pod_usage, prod_reported, base, metric.update_time,
                       float(metric.report_interval_seconds or 60))
 
 
-def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwareArgs,
-              read: MetricLoad | None = None) -> NodeLoad:
-    """The node's sums; ``read`` is ``metric_load(metric, args)`` when the caller kept it.  Vectors are short (one
-    entry per resource name), so the sums run on Python ints and become arrays at the end."""
-    m = read if read is not None else metric_load(metric, args)
-    k = len(args.resource_names)
+def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int], list[int], list[int], list[int]]:
+    """prod usage, node delta, prod delta and node estimate of §1.5 over the node's assigned pods."""
     prod_usage = list(m.base_prod_usage)
     node_delta = [0] * k
     prod_delta = [0] * k
@@ -265,9 +259,47 @@ def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwa
             if estimate_it:
                 for j in range(k):
                     prod_delta[j] += max(0, e[j] - (0 if u is None else u[j]))
-    return NodeLoad(m.node_usage, m.aggregated, np.array(prod_usage, dtype=np.int64),
-                    np.array(node_delta, dtype=np.int64), np.array(prod_delta, dtype=np.int64),
-                    np.array(node_estimated, dtype=np.int64))
+    return prod_usage, node_delta, prod_delta, node_estimated
+
+
+def node_load(metric: NodeMetricView, pods: Iterable[AssignedPod], args: LoadAwareArgs,
+              read: MetricLoad | None = None) -> NodeLoad:
+    """The node's sums; ``read`` is ``metric_load(metric, args)`` when the caller kept it."""
+    m = read if read is not None else metric_load(metric, args)
+    prod_usage, node_delta, prod_delta, node_estimated = _sums(m, pods, len(args.resource_names))
+
+    def arr(v: Sequence[int]) -> IntArray:
+        return np.array(v, dtype=np.int64)
+
+    return NodeLoad(None if m.node_usage is None else arr(m.node_usage),
+                    {key: arr(v) for key, v in m.aggregated.items()}, arr(prod_usage), arr(node_delta),
+                    arr(prod_delta), arr(node_estimated))
+
+
+def load_rows(m: MetricLoad, pods: Iterable[AssignedPod], k: int, plain: tuple[str, float],
+              score: tuple[str, float]) -> tuple[bool, list[int]]:
+    """Whether the metric has a status, and the existing load for the filter (``plain``: the aggregation type and
+    duration the node's profile filters on, or ``("", 0.0)``), for prod pods and for the score (the args'
+    aggregation), one after the other — what :func:`existing_load` gives on :func:`node_load`, a missing one as
+    zeros, in Python ints."""
+    prod_usage, node_delta, prod_delta, node_estimated = _sums(m, pods, k)
+
+    def existing(agg_type: str, agg_duration: float) -> Sequence[int]:
+        if agg_type:
+            base = m.aggregated.get((agg_type, agg_duration))
+            if base is None and agg_duration == 0:
+                base = m.node_usage
+            if base is not None:
+                return [b + d for b, d in zip(base, node_delta, strict=True)]
+            return node_estimated
+        if m.node_usage is None:
+            return [0] * k
+        return [b + d for b, d in zip(m.node_usage, node_delta, strict=True)]
+
+    out = list(existing(*plain))
+    out.extend(a + b for a, b in zip(prod_usage, prod_delta, strict=True))
+    out.extend(existing(*score))
+    return m.node_usage is not None, out
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:

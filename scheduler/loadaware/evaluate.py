@@ -17,7 +17,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, AssignedPodCache, existing_load, node_load
+from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load
 from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
@@ -136,17 +136,14 @@ class LoadAwareState:
     # ---- node rows ------------------------------------------------------------------------------------------------
 
     def _rows(self, i: int, metric: NodeMetricView, pods: Iterable[AssignedPod]) -> NodeRows:
-        load = node_load(metric, pods, self.args, None if self._memo is None else self._memo.metric(metric))
+        """The node's existing load (node_load + existing_load for the filter, prod and the score)."""
+        m = metric_load(metric, self.args) if self._memo is None else self._memo.metric(metric)
         prof = self.profiles[i].aggregated
-        plain = existing_load(load, prod=False, agg_type=prof.aggregation_type if prof else "",
-                              agg_duration=prof.duration if prof else 0.0)
-        prod = existing_load(load, prod=True)
         agg = self.args.aggregated
-        score = existing_load(load, prod=False, agg_type=agg.score_aggregation_type,
-                              agg_duration=agg.score_aggregated_duration)
-        zero = np.zeros(len(self.names), dtype=np.int64)
-        return NodeRows.of(load.node_usage is not None, zero if plain is None else plain,
-                           zero if prod is None else prod, zero if score is None else score)
+        has, packed = load_rows(m, pods, len(self.names),
+                                (prof.aggregation_type, prof.duration) if prof else ("", 0.0),
+                                (agg.score_aggregation_type, agg.score_aggregated_duration))
+        return NodeRows.from_values(has, packed)
 
     def _fill_rows(self, memo: LoadAwareMemo | None) -> None:
         """Every node's rows as the session opens (nodes without a NodeMetric keep zero rows)."""

@@ -40,8 +40,8 @@ class NodeRows:
     packed: IntArray
 
     @classmethod
-    def of(cls, has_status: bool, filter_row: IntArray, prod_row: IntArray, score_row: IntArray) -> NodeRows:
-        packed = np.concatenate((filter_row, prod_row, score_row)).astype(np.int64, copy=False)
+    def from_values(cls, has_status: bool, values: Sequence[int]) -> NodeRows:
+        packed = np.array(values, dtype=np.int64)
         packed.flags.writeable = False
         return cls(has_status, packed)
 
@@ -72,7 +72,7 @@ class LoadAwareMemo:
         for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
-        self._node_entries: dict[str, tuple[tuple[PodView, ...], NodeEntries]] = {}
+        self._node_entries: dict[str, tuple[tuple[PodView, ...], tuple[AssignedPod | None, ...], NodeEntries]] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
         self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
@@ -88,16 +88,20 @@ class LoadAwareMemo:
 
     def assigned(self, pod: PodView, now: float) -> AssignedPod | None:
         """The assigned-pod entry of a pod bound to ``pod.node_name``, or None when it does not enter the cache."""
+        return self._assigned_kept(pod, now)[0]
+
+    def _assigned_kept(self, pod: PodView, now: float) -> tuple[AssignedPod | None, bool]:
+        """:meth:`assigned`, and whether the answer is kept (False: it depends on ``now``)."""
         hit: tuple[AssignedPod | None] | None = self._assigned.get(pod)
         if hit is not None:
-            return hit[0]
+            return hit[0], True
         if not enters_cache(pod):
             self._assigned.put(pod, (None,))
-            return None
+            return None, True
         entry, uses_now = assigned_entry(pod, pod.node_name, now, self.args)
         if not uses_now:
             self._assigned.put(pod, (entry,))
-        return entry
+        return entry, not uses_now
 
     def metric(self, metric: NodeMetricView) -> MetricLoad:
         hit: MetricLoad | None = self._metrics.get(metric)
@@ -134,15 +138,25 @@ class LoadAwareMemo:
 
     def node_entries(self, node: str, pods: Sequence[PodView], now: float) -> NodeEntries:
         """The entries of the pods on ``node`` (those entering the cache), kept while they are the same pod
-        objects and none was stamped with the session's time."""
+        objects and none was stamped with the session's time; when some changed, the others' entries are
+        taken over."""
         hit = self._node_entries.get(node)
         if hit is not None and _same(hit[0], pods):
-            return hit[1]
-        table = self._assigned
-        entries = self.entries(pods, now)
-        group = NodeEntries.of(node, entries)
-        if all(table.get(p) is not None for p in pods):   # every entry independent of now
-            self._node_entries[node] = (tuple(pods), group)
+            return hit[2]
+        # the previous pods are still held by `hit`, so their ids cannot belong to another object
+        before = {id(p): e for p, e in zip(hit[0], hit[1], strict=True)} if hit is not None else {}
+        per_pod: list[AssignedPod | None] = []
+        kept = True
+        for pod in pods:
+            if id(pod) in before:
+                per_pod.append(before[id(pod)])
+                continue
+            entry, keep = self._assigned_kept(pod, now)
+            per_pod.append(entry)
+            kept = kept and keep
+        group = NodeEntries.of(node, [e for e in per_pod if e is not None])
+        if kept:
+            self._node_entries[node] = (tuple(pods), tuple(per_pod), group)
         else:
             self._node_entries.pop(node, None)
         return group
