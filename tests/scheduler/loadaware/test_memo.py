@@ -1,0 +1,113 @@
+"""What the load-aware plugin keeps between sessions gives what it would compute afresh: the Python-int node rows
+equal node_load + existing_load, the assigned-pod cache filled node by node equals adding the entries one by one, a
+memo made for other arguments is not reused, and the freshness gauges' cached children follow removed nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
+
+from scheduler.framework.memo import SessionMemo
+from scheduler.loadaware.args import parse_loadaware_args
+from scheduler.loadaware.cache import (
+    AssignedPod,
+    AssignedPodCache,
+    NodeEntries,
+    existing_load,
+    load_rows,
+    metric_load,
+    node_load,
+)
+from scheduler.loadaware.freshness import NodeMetricFreshness
+from scheduler.loadaware.memo import LoadAwareMemo
+
+from .helpers import GI, metric
+
+AGGREGATED = [{"duration": "5m", "usage": {"avg": {"resources": {"cpu": "1500m", "memory": str(3 * GI)}},
+                                           "p95": {"resources": {"cpu": "2500m", "memory": str(4 * GI)}}}},
+              {"duration": "10m", "usage": {"avg": {"resources": {"cpu": "1200m", "memory": str(2 * GI)}}}}]
+
+
+def _pods(draw: list[tuple[int, bool, int, int, bool]]) -> tuple[list[AssignedPod], list[dict[str, Any]]]:
+    pods, reported = [], []
+    for i, (cpu, prod, age, usage, has_usage) in enumerate(draw):
+        key = f"default/p{i}"
+        pods.append(AssignedPod(key, "n", (cpu, cpu * 1000) if cpu else (0, 0), prod, 1000.0 - age,
+                                None if i % 3 else 1000.0 - age + 120))
+        if has_usage:
+            reported.append({"namespace": "default", "name": f"p{i}", "priority": "koord-prod" if i % 2 else "",
+                             "podUsage": {"resources": {"cpu": f"{usage}m", "memory": str(usage * 900)}}})
+    return pods, reported
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3000), st.booleans(), st.integers(0, 300), st.integers(0, 3000),
+                          st.booleans()), max_size=6),
+       st.booleans(), st.booleans(), st.booleans(),
+       st.sampled_from([("", 0.0), ("avg", 300.0), ("p95", 0.0), ("avg", 600.0), ("p99", 0.0)]),
+       st.sampled_from([("", 0.0), ("avg", 0.0), ("p95", 300.0), ("p50", 0.0)]))
+def test_load_rows_equal_node_load_then_existing_load(draw: list[tuple[int, bool, int, int, bool]], status: bool,
+                                                       aggregated: bool, include_sys: bool,
+                                                       plain: tuple[str, float], score: tuple[str, float]) -> None:
+    args = parse_loadaware_args({"prodUsageIncludeSys": include_sys})
+    pods, reported = _pods(draw)
+    m = metric("n", cpu_milli=2000, memory=5 * GI, update=1000.0, pods=reported, status=status,
+               aggregated=AGGREGATED if aggregated else None)
+    load = node_load(m, pods, args)
+    k = len(args.resource_names)
+    has, rows = load_rows(metric_load(m, args), pods, k, plain, score)
+    expect: list[int] = []
+    for got in (existing_load(load, prod=False, agg_type=plain[0], agg_duration=plain[1]),
+                existing_load(load, prod=True),
+                existing_load(load, prod=False, agg_type=score[0], agg_duration=score[1])):
+        expect.extend([0] * k if got is None else got.tolist())
+    assert has == (load.node_usage is not None)
+    assert rows == expect
+
+
+def _entry(key: str, node: str) -> AssignedPod:
+    return AssignedPod(key, node, (1, 2), False, 0.0, None)
+
+
+def _contents(cache: AssignedPodCache, nodes: list[str]) -> list[Any]:
+    return [(n, [(e.key, e.node) for e in cache.pods_on(n)]) for n in nodes] + [len(cache)]
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["a", "b", "c"])), max_size=4), max_size=3))
+def test_node_by_node_fill_equals_adding_entries_in_turn(groups: list[list[tuple[int, str]]]) -> None:
+    nodes = ["a", "b", "c"]
+    built = [NodeEntries.of(nodes[i], [_entry(f"p{k}", node) for k, node in g]) for i, g in enumerate(groups)]
+    fast, slow = AssignedPodCache(), AssignedPodCache()
+    fast.add_nodes(built)
+    for g in built:
+        slow.add_all(g.entries)
+    assert _contents(fast, nodes) == _contents(slow, nodes)
+
+
+def test_memo_is_not_reused_for_other_arguments() -> None:
+    memo = SessionMemo()
+    a = LoadAwareMemo.of(memo, parse_loadaware_args({}))
+    assert LoadAwareMemo.of(memo, parse_loadaware_args({})) is a
+    b = LoadAwareMemo.of(memo, parse_loadaware_args({"usageThresholds": {"cpu": 50}}))
+    assert b is not a
+
+
+def test_freshness_gauges_follow_nodes_that_leave_and_come_back() -> None:
+    reg = CollectorRegistry()
+    f = NodeMetricFreshness(reg)
+
+    def val(name: str, node: str) -> float | None:
+        return reg.get_sample_value(f"loadwise_scheduler_nodemetric_{name}", {"node": node})
+
+    f.update(["a"], {"a": metric("a", update=1000.0)}, 1010.0, 180)
+    f.update([], {}, 1020.0, 180)
+    assert val("age_seconds", "a") is None and val("expired", "a") is None
+    f.update(["a"], {"a": metric("a", update=1000.0)}, 1030.0, 180)
+    assert val("age_seconds", "a") == 30.0 and val("expired", "a") == 0.0
+    f.update(["a"], {}, 1040.0, 180)          # its NodeMetric is gone: no age, expired
+    assert val("age_seconds", "a") is None and val("expired", "a") == 1.0
+    f.update(["a"], {"a": metric("a", update=1035.0)}, 1040.0, 180)
+    assert val("age_seconds", "a") == 5.0 and val("expired", "a") == 0.0
