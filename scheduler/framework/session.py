@@ -175,8 +175,12 @@ class Session:
         self.action_arguments: Mapping[str, Any] = {}
         # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
         self.score_mask: npt.NDArray[np.bool_] | None = None
-        self._build(snapshot)
-        self._open_plugins()
+        try:
+            self._build(snapshot)
+            self._open_plugins()
+        except BaseException:
+            self.memo.release(self)   # nobody gets this session to release it
+            raise
 
     # ---- building ----------------------------------------------------------------------------------------------
 
