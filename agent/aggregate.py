@@ -7,7 +7,7 @@ up long enough); koordlet then leaves that window's usage maps empty rather than
 percentile of a few seconds of data.  All functions are pure: the caller passes ``now``.
 
 Windows are read from borrowed views of the ring buffers (no copies): :class:`SeriesWindows` reads one
-series once for all the windows of a report (one binary search for every window start), and
+series for all the windows of a report, and
 :func:`summaries` / :func:`means` aggregate many windows at once, one NumPy call per group of windows of
 equal length.  The results are exactly those of ``common.percentile.aggregate`` over a copy of each
 window: the mean is NumPy's own summation of the same samples divided by their count, which is what
@@ -113,36 +113,33 @@ def means(windows: Sequence[FloatArray]) -> list[float | None]:
 class SeriesWindows:
     """One series over several windows that all end at ``now``: window ``i`` is ``[starts[i], now]``.
 
-    One binary search finds every window's first sample.  Holds borrowed views of the ring (see
-    :meth:`agent.history.Ring.view`): use it before the series is appended to again.  An unknown series
-    has no samples in any window.
+    Holds borrowed views of the ring (see :meth:`agent.history.Ring.view`): use it before the series is
+    appended to again.  An unknown series has no samples in any window.
     """
 
-    __slots__ = ("times", "values", "_lo", "_hi")
+    __slots__ = ("times", "values", "_bounds")
 
-    def __init__(self, history: History, series: str, now: float, starts: FloatArray) -> None:
+    def __init__(self, history: History, series: str, now: float, starts: Sequence[float]) -> None:
         ring = history.ring(series)
-        if ring is None or not len(ring):
+        if ring is None:
             self.times, self.values = _EMPTY, _EMPTY
-            self._lo: list[int] = [0] * len(starts)
-            self._hi = 0
+            self._bounds = [(0, 0)] * len(starts)
         else:
             self.times, self.values = ring.view()
-            self._lo = self.times.searchsorted(starts).tolist()
-            # Every sample is at or before ``now`` unless the caller reports for a past moment.
-            self._hi = len(ring) if ring.last_time <= now else int(self.times.searchsorted(now, side="right"))
+            self._bounds = [ring.locate(start, now) for start in starts]
 
     def window(self, i: int) -> FloatArray:
         """The samples of window ``i`` (a borrowed view; empty when it has none)."""
-        lo, hi = self._lo[i], self._hi
+        lo, hi = self._bounds[i]
         return self.values[lo:hi] if hi > lo else _EMPTY
 
     def count(self, i: int) -> int:
-        return max(0, self._hi - self._lo[i])
+        lo, hi = self._bounds[i]
+        return max(0, hi - lo)
 
     def span(self, i: int) -> float:
         """Last minus first sample time in window ``i`` (0 with fewer than two samples)."""
-        lo, hi = self._lo[i], self._hi
+        lo, hi = self._bounds[i]
         return self.times.item(hi - 1) - self.times.item(lo) if hi - lo >= 2 else 0.0
 
 
@@ -160,13 +157,9 @@ class WindowStats:
         return self.span >= COLD_START_FRACTION * self.duration
 
 
-def _window(history: History, series: str, now: float, duration: float) -> SeriesWindows:
-    return SeriesWindows(history, series, now, np.array([now - duration], dtype=np.float64))
-
-
 def window_stats(history: History, series: str, now: float, duration: float) -> WindowStats | None:
     """Aggregates of ``series`` over ``[now - duration, now]``; ``None`` when the window is empty."""
-    read = SeriesWindows(history, series, now, np.array([now - duration], dtype=np.float64))
+    read = SeriesWindows(history, series, now, [now - duration])
     stats = summaries([read.window(0)])[0]
     if stats is None:
         return None
@@ -201,7 +194,7 @@ def aggregate(
     """
     judge = span_series if span_series is not None else (series[0] if series else "")
     lengths = [float(d) for d in durations]
-    starts = np.array([now - d for d in lengths], dtype=np.float64)
+    starts = [now - d for d in lengths]
     judged = SeriesWindows(history, judge, now, starts)
     read = [SeriesWindows(history, s, now, starts) for s in series]
     warm = [judged.span(i) >= COLD_START_FRACTION * d for i, d in enumerate(lengths)]

@@ -26,6 +26,8 @@ Series names are free strings; ``agent.nodemetric`` defines the ones the agent u
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 import numpy as np
@@ -56,23 +58,28 @@ def capacity_for(retention_seconds: float, interval_seconds: float) -> int:
 class Ring:
     """One series: the newest ``capacity`` samples of (time, value), times non-decreasing.
 
-    The samples live in two float64 arrays of twice the capacity and always occupy one contiguous slice
-    ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of the arrays the
+    The samples live in two float64 buffers of twice the capacity and always occupy one contiguous slice
+    ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of the buffers the
     newest samples are moved back to the front (once every ``capacity`` appends).  Reading a window is
-    therefore a slice, never a gather.
+    therefore a slice, never a gather.  The times are an ``array.array`` with a NumPy view of the same memory:
+    windows are found with :mod:`bisect` on the array (what ``np.searchsorted`` finds, without its call
+    overhead), and arrays are handed out through the view.
     """
 
-    __slots__ = ("_t", "_v", "_cap", "_end", "_count", "_last_t")
+    __slots__ = ("_times", "_t", "_v", "_cap", "_end", "_count", "_last_t", "_bisectable")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._cap = capacity
-        self._t: FloatArray = np.empty(2 * capacity, dtype=np.float64)
+        # Never resized (the NumPy view shares its memory).
+        self._times = array("d", bytes(16 * capacity))
+        self._t: FloatArray = np.frombuffer(self._times, dtype=np.float64)
         self._v: FloatArray = np.empty(2 * capacity, dtype=np.float64)
         self._end = 0  # one past the newest sample
         self._count = 0
         self._last_t = -math.inf  # the newest time, as a Python float (the append check reads it)
+        self._bisectable = True  # no NaN time: bisect and np.searchsorted agree
 
     @property
     def capacity(self) -> int:
@@ -88,6 +95,8 @@ class Ring:
     def append(self, t: float, value: float) -> bool:
         if t < self._last_t:
             return False
+        if t != t:
+            self._bisectable = False
         end = self._end
         if end == self._t.size:
             # Move the samples that stay to the front; the oldest one is dropped below if the ring is full.
@@ -96,7 +105,7 @@ class Ring:
             self._v[:keep] = self._v[end - keep : end]
             end = keep
             self._count = keep
-        self._t[end] = t
+        self._times[end] = t
         self._v[end] = value
         self._end = end + 1
         if self._count < self._cap:
@@ -115,13 +124,37 @@ class Ring:
         return self._last_t
 
     def view(self) -> tuple[FloatArray, FloatArray]:
-        """All samples, oldest first, as views into the ring's arrays (no copy).
+        """All samples, oldest first, as views into the ring's buffers (no copy).
 
         Borrowed: the next :meth:`append` may overwrite what they show, so read them before appending again
         and never write through them.
         """
         start = self._end - self._count
         return self._t[start : self._end], self._v[start : self._end]
+
+    def _bounds(self, start: float, end: float) -> tuple[int, int]:
+        """Buffer positions ``[lo, hi)`` of the samples with ``start <= t <= end`` (``hi <= lo``: none)."""
+        last = self._end
+        first = last - self._count
+        start, end = float(start), float(end)
+        if self._bisectable and start == start and end == end:
+            lo = bisect_left(self._times, start, first, last)
+            # Every sample is at or before ``end`` when the window ends at the newest sample or later.
+            hi = last if self._last_t <= end else bisect_right(self._times, end, first, last)
+            return lo, hi
+        times = self._t[first:last]
+        return first + int(times.searchsorted(start)), first + int(times.searchsorted(end, side="right"))
+
+    def locate(self, start: float, end: float) -> tuple[int, int]:
+        """Positions in :meth:`view` of the samples with ``start <= t <= end``: ``view()[lo:hi]``."""
+        first = self._end - self._count
+        lo, hi = self._bounds(start, end)
+        return lo - first, hi - first
+
+    def values_between(self, start: float, end: float) -> FloatArray:
+        """The values of samples with ``start <= t <= end``: a borrowed view, like :meth:`view`."""
+        lo, hi = self._bounds(start, end)
+        return self._v[lo:hi] if hi > lo else _EMPTY
 
     def ordered(self) -> tuple[FloatArray, FloatArray]:
         """All samples, oldest first (copies)."""
@@ -130,10 +163,8 @@ class Ring:
 
     def window(self, start: float, end: float) -> tuple[FloatArray, FloatArray]:
         """Samples with ``start <= t <= end``, oldest first (copies)."""
-        times, values = self.view()
-        lo = int(np.searchsorted(times, start, side="left"))
-        hi = int(np.searchsorted(times, end, side="right"))
-        return times[lo:hi].copy(), values[lo:hi].copy()
+        lo, hi = self._bounds(start, end)
+        return self._t[lo:hi].copy(), self._v[lo:hi].copy()
 
     def resized(self, capacity: int) -> Ring:
         """A ring of another capacity holding the newest samples of this one."""
@@ -144,6 +175,7 @@ class Ring:
             out._t[:keep] = times[len(times) - keep :]
             out._v[:keep] = values[len(times) - keep :]
             out._last_t = self._last_t
+            out._bisectable = self._bisectable
         out._count = keep
         out._end = keep
         return out
@@ -216,22 +248,15 @@ class History:
     def values_view(self, series: str, start: float, end: float) -> FloatArray:
         """The values of :meth:`values` as a borrowed view of the ring (see :meth:`Ring.view`), not a copy."""
         ring = self._rings.get(series)
-        if ring is None or not ring._count:
-            return _EMPTY
-        times, values = ring.view()
-        lo = int(times.searchsorted(start))
-        # Every sample is at or before ``end`` when the window ends at the newest sample or later.
-        hi = ring._count if ring._last_t <= end else int(times.searchsorted(end, side="right"))
-        return values[lo:hi] if hi > lo else _EMPTY
+        return _EMPTY if ring is None else ring.values_between(start, end)
 
     def span(self, series: str, start: float, end: float) -> float:
         """Last minus first sample time inside the window (0 with fewer than two samples)."""
         ring = self._rings.get(series)
         if ring is None:
             return 0.0
+        lo, hi = ring.locate(start, end)
         times, _ = ring.view()
-        lo = int(np.searchsorted(times, start, side="left"))
-        hi = int(np.searchsorted(times, end, side="right"))
         return float(times[hi - 1] - times[lo]) if hi - lo >= 2 else 0.0
 
     def last(self, series: str) -> tuple[float, float] | None:

@@ -26,8 +26,6 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
 from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, means, summaries
 from agent.history import FloatArray, History
 from common.clock import to_rfc3339
@@ -347,13 +345,12 @@ def _aggregated(
     """``aggregatedNodeUsages`` and ``aggregatedSystemUsages``: avg and percentiles of each (cpu, memory) pair
     of series over each duration; a duration cold on the pair's cpu series has an empty ``usage``.
 
-    Each series is searched once for every duration, and the windows are summed and sorted in a few batched
-    calls (:func:`agent.aggregate.summaries`).
+    The windows are summed and sorted in a few batched calls (:func:`agent.aggregate.summaries`).
     """
     if not durations:
         return [], []
     lengths = [float(d) for d in durations]
-    starts = np.array([now - d for d in lengths], dtype=np.float64)
+    starts = [now - d for d in lengths]
     pairs = [(SeriesWindows(history, cpu, now, starts), SeriesWindows(history, mem, now, starts)) for cpu, mem in (node, system)]
     warm = [[cpu.span(i) >= COLD_START_FRACTION * d for i, d in enumerate(lengths)] for cpu, _ in pairs]
     windows: list[FloatArray] = []

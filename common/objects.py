@@ -58,9 +58,24 @@ def _duration(raw: Any, field_name: str) -> float:
     return parse_duration(raw, field=field_name)
 
 
+def _durations(raw: Any, field_name: str) -> tuple[float, ...]:
+    if type(raw) is list and all(type(d) is str for d in raw):
+        try:
+            return _cached_durations(tuple(raw))
+        except ValueError:
+            pass  # parsed again below, for the message that names the field
+    return tuple(_duration(d, field_name) for d in raw)
+
+
+@lru_cache(maxsize=256)
+def _cached_durations(texts: tuple[str, ...]) -> tuple[float, ...]:
+    return tuple(_cached_duration(d) for d in texts)
+
+
 # Every NodeMetric carries the same few durations, and many objects share a timestamp: parse each text once.
 _cached_time = lru_cache(maxsize=4096)(parse_rfc3339)
 _cached_duration = lru_cache(maxsize=256)(parse_duration)
+_DEFAULT_DURATIONS = ["5m", "10m", "30m"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +267,10 @@ class NodeMetricView:
         policy = spec.get("metricCollectPolicy") or {}
         status = obj.get("status") or {}
         nm = status.get("nodeMetric") or {}
-        node_usage = Resources.parse((nm.get("nodeUsage") or {}).get("resources"), field=f"{where}: nodeUsage")
+        raw_usage = (nm.get("nodeUsage") or {}).get("resources")
+        node_usage = Resources.parse_texts(raw_usage)
+        if node_usage is None:
+            node_usage = Resources.parse(raw_usage, field=f"{where}: nodeUsage")
         aggregated: dict[float, dict[str, Resources]] = {}
         for i, entry in enumerate(nm.get("aggregatedNodeUsages") or []):
             d = _duration(entry.get("duration", "0"), f"{where}: aggregatedNodeUsages[{i}].duration")
@@ -264,18 +282,22 @@ class NodeMetricView:
             aggregated[d] = per
         pods = []
         for i, pm in enumerate(status.get("podsMetric") or []):
+            raw_usage = (pm.get("podUsage") or {}).get("resources")
+            usage = Resources.parse_texts(raw_usage)
+            if usage is None:
+                usage = Resources.parse(raw_usage, field=f"{where}: podsMetric[{i}]")
             pods.append(
                 PodMetricView(
                     namespace=str(pm.get("namespace", "")),
                     name=str(pm.get("name", "")),
-                    usage=Resources.parse((pm.get("podUsage") or {}).get("resources"), field=f"{where}: podsMetric[{i}]"),
+                    usage=usage,
                     priority=str(pm.get("priority", "") or ""),
                     qos=str(pm.get("qos", "") or ""),
                 )
             )
-        durations = tuple(
-            _duration(d, f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
-            for d in ((policy.get("nodeAggregatePolicy") or {}).get("durations") or ["5m", "10m", "30m"])
+        durations = _durations(
+            (policy.get("nodeAggregatePolicy") or {}).get("durations") or _DEFAULT_DURATIONS,
+            f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations",
         )
         return cls(
             name=name,

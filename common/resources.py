@@ -6,7 +6,7 @@ unit (bytes, pods, devices).  ``Resources`` is an immutable mapping; missing nam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -55,6 +55,17 @@ def is_scalar_resource(name: str) -> bool:
     return name not in (CPU, MEMORY, PODS, EPHEMERAL_STORAGE)
 
 
+# Resource name -> memoised parser of its quantity strings (millis for cpu, whole units for the rest).
+_TEXT_PARSERS: dict[str, Callable[[str], int]] = {}
+
+
+def _text_parser(name: str) -> Callable[[str], int]:
+    parser = cached_milli_value if is_milli_resource(name) else cached_value
+    if len(_TEXT_PARSERS) < 1024:  # names are few; never let odd input grow it without bound
+        _TEXT_PARSERS[name] = parser
+    return parser
+
+
 def _parse_one(name: str, raw: Any, field: str, key: Any) -> int:
     """One quantity of ``field``; the field's name for an error (``field.key``) is only built on failure."""
     if type(raw) is str:
@@ -92,10 +103,34 @@ class Resources(Mapping[str, int]):
         """From a Kubernetes ResourceList (``{"cpu": "250m", "memory": "1Gi"}``)."""
         if not raw:
             return EMPTY
-        if type(raw) is not dict and not isinstance(raw, Mapping):
+        fast = cls.parse_texts(raw)
+        if fast is not None:
+            return fast
+        if not isinstance(raw, Mapping):
             raise ValueError(f"{field}: expected a map of resource name to quantity")
         parsed = {str(k): _parse_one(str(k), v, field, k) for k, v in raw.items()}
         return cls._trusted({k: v for k, v in parsed.items() if v})
+
+    @classmethod
+    def parse_texts(cls, raw: Any) -> Resources | None:
+        """:meth:`parse` of the usual ResourceList, a ``dict`` of string names to quantity strings (memoised).
+
+        ``None`` for anything else, or a string that is not a quantity: :meth:`parse` then takes the general
+        path and its error names the field, so callers can leave building the field's name to that case.
+        """
+        if type(raw) is not dict:
+            return None
+        d: dict[str, int] = {}
+        try:
+            for k, v in raw.items():
+                if type(k) is not str or type(v) is not str:
+                    return None
+                n = (_TEXT_PARSERS.get(k) or _text_parser(k))(v)
+                if n:
+                    d[k] = n
+        except QuantityError:
+            return None
+        return cls._trusted(d)
 
     @classmethod
     def _trusted(cls, d: dict[str, int]) -> Resources:

@@ -18,7 +18,7 @@ from agent.nodemetric import (
     build_nodemetric_status,
     nodemetric_object,
 )
-from common.cluster import Cluster
+from common.cluster.memory import MemoryCluster
 from sim.model import NodeSpec
 from sim.objects import with_uid
 
@@ -30,7 +30,7 @@ class SimAgents:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: MemoryCluster,
         nodes: Sequence[NodeSpec],
         policy: MetricCollectPolicy,
         *,
@@ -76,5 +76,6 @@ class SimAgents:
     def report(self, t: float, node: int, pods: Sequence[PodMeta]) -> None:
         """Build node ``node``'s NodeMetric status at ``t`` and write it (status subresource)."""
         status = build_nodemetric_status(self.stores[node], t, self.policy, pods)
-        self.cluster.patch_status("NodeMetric", self.nodes[node].name, {"status": status})
+        # A fresh status nobody else holds: handed over to the cluster rather than copied in and out.
+        self.cluster.write_status("NodeMetric", self.nodes[node].name, status)
         self.reports += 1

@@ -164,22 +164,26 @@ class Cluster(Protocol):
     ) -> Informer: ...
 
 
-def merge_patch(target: Any, patch: Any) -> Any:
+def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:
     """RFC 7386 JSON merge patch; returns a new value, never mutates its inputs.
 
     The result shares the parts of ``target`` that the patch leaves alone and holds copies of the patch's
-    values: a patch of plain data is copied in one pickle round trip, anything else value by value.
+    values: a patch of plain data is copied in one pickle round trip, anything else value by value.  With
+    ``copy=False`` it holds the patch's own values instead, for a caller that hands the patch over.
     """
-    pickled = pickle_plain(patch, dealias=True)
+    if not copy:
+        return _merge(target, patch, _own)
+    pickled = pickle_plain(patch)
     if pickled is None:
         return _merge(target, patch, _copy)
     return _merge(target, pickle.loads(pickled), _own)
 
 
 def _merge(target: Any, patch: Any, copy: Callable[[Any], Any]) -> Any:
-    if not isinstance(patch, Mapping):
+    kind = type(patch)
+    if kind is not dict and (kind in _LEAVES or not isinstance(patch, Mapping)):
         return copy(patch)
-    result: dict[str, Any] = dict(target) if isinstance(target, Mapping) else {}
+    result: dict[str, Any] = dict(target) if type(target) is dict or isinstance(target, Mapping) else {}
     for k, v in patch.items():
         if v is None:
             result.pop(k, None)
@@ -188,8 +192,12 @@ def _merge(target: Any, patch: Any, copy: Callable[[Any], Any]) -> Any:
     return result
 
 
+# Types a merge patch replaces as a whole (the common ones, spared the Mapping check).
+_LEAVES = frozenset({str, int, float, bool, type(None), list})
+
+
 def _own(v: Any) -> Any:
-    """A value of a patch that is already a private copy."""
+    """A value of a patch whose values are the result's own (a private copy, or handed over)."""
     return v
 
 
@@ -218,17 +226,17 @@ class _PlainPickler(pickle.Pickler):
         raise _NotPlain(type(obj).__name__)
 
 
-def pickle_plain(value: Any, *, dealias: bool) -> bytes | None:
+def pickle_plain(value: Any) -> bytes | None:
     """``value`` pickled if it is plain data (see :class:`_PlainPickler`), else ``None``.
 
-    Unpickling the result gives an independent deep copy, of the same types, equal to ``value``.  With
-    ``dealias`` an object reached twice is written twice (pickle's fast mode), so no two places of a copy share
-    a container, as with a recursive copy, and a cyclic value is refused (``None``); without it, a value known to
-    hold no object twice pickles and unpickles faster.
+    Unpickling the result gives an independent deep copy, of the same types, equal to ``value``.  An object
+    reached twice is written twice (pickle's fast mode: no memo), so no two places of a copy share a container,
+    as with a recursive copy, and a cyclic value is refused (``None``).  Without the memo, plain API data also
+    pickles and unpickles faster.
     """
     buf = io.BytesIO()
     pickler = _PlainPickler(buf, pickle.HIGHEST_PROTOCOL)
-    pickler.fast = dealias
+    pickler.fast = True
     try:
         pickler.dump(value)
     except (_NotPlain, ValueError, RecursionError):

@@ -282,13 +282,30 @@ class MemoryCluster:
             new["status"] = merge_patch(cur.get("status") or {}, patch.get("status") or {})
             return self._store(kind, key, new)
 
+    def write_status(self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None) -> None:
+        """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.
+
+        ``status`` is merged into the stored object without a copy, so the caller keeps no reference to it or
+        to anything in it (a freshly built status, as the simulator's agents write every report).  Nothing is
+        returned, so no copy is made for the caller either; the stored object and the events are exactly
+        those of :meth:`patch_status`.
+        """
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).get(key)
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            new = dict(cur)
+            new["status"] = merge_patch(cur.get("status") or {}, status, copy=False)
+            self._store(kind, key, new, copy_back=False)
+
     def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None:
         with self._lock:
             key = self._key(kind, name, namespace)
             cur = self._bucket(kind).pop(key, None)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            cur = _tree_copy(cur)
+            cur = _copy_in(cur)
             cur["metadata"]["resourceVersion"] = self._next_rv()
             self._emit(kind, "DELETED", cur)
 
@@ -314,7 +331,7 @@ class MemoryCluster:
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
             if ("", node) not in self._bucket("Node"):
                 raise NotFound(f'nodes "{node}" not found')
-            new = _tree_copy(cur)
+            new = _copy_in(cur)
             new.setdefault("spec", {})["nodeName"] = node
             if self.auto_run:
                 self._run_pod(new)
@@ -372,7 +389,7 @@ class MemoryCluster:
             if not self.graceful_deletion or grace <= 0:
                 self.delete("Pod", name, namespace=key[0])
                 return
-            new = _tree_copy(cur)
+            new = _copy_in(cur)
             new["metadata"]["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
             new["metadata"]["deletionGracePeriodSeconds"] = grace
             self._store("Pod", key, new)
@@ -421,7 +438,6 @@ class MemoryCluster:
 class _Copies:
     """Independent deep copies of one version of an object: pickled once, unpickled for each copy.
 
-    Stored objects hold no container twice (everything enters through a copy), so pickle's memo is safe here.
     An object that is not plain data is kept as it is (a stored version is never changed in place, so it stays
     what it was) and copied by :func:`_tree_copy`.
     """
@@ -429,7 +445,7 @@ class _Copies:
     __slots__ = ("_obj", "_pickled")
 
     def __init__(self, obj: dict[str, Any]) -> None:
-        self._pickled = pickle_plain(obj, dealias=False)
+        self._pickled = pickle_plain(obj)
         self._obj = obj if self._pickled is None else None
 
     def copy(self) -> dict[str, Any]:
@@ -451,8 +467,8 @@ class _Recorded:
 
 
 def _copy_in(v: _T) -> _T:
-    """A private deep copy of a caller's data, sharing no container with it nor between two of its places."""
-    pickled = pickle_plain(v, dealias=True)
+    """A private deep copy of API data: no container shared with ``v``, nor between two places of the copy."""
+    pickled = pickle_plain(v)
     return cast(_T, pickle.loads(pickled)) if pickled is not None else _tree_copy(v)
 
 
