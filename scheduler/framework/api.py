@@ -17,10 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeView, PodGroupView, PodView, QueueView
-from common.resources import CPU, MEMORY, PODS, Resources
-
-from .memo import IdentityMemo
-from .snapshot import job_id_of
+from common.resources import PODS, Resources
 
 if TYPE_CHECKING:
     from .arrays import NodeArrays
@@ -37,7 +34,6 @@ __all__ = [
     "TASK_PRIORITY_KEY",
     "task_status_of",
     "TaskInfo",
-    "TaskTemplate",
     "JobInfo",
     "NodeInfo",
     "QueueInfo",
@@ -101,7 +97,8 @@ def is_best_effort(req: Mapping[str, int]) -> bool:
     return all(v <= 0 for k, v in req.items() if k != PODS)
 
 
-def _flag(pod: PodView, key: str) -> str | None:
+def pod_flag(pod: PodView, key: str) -> str | None:
+    """An annotation of the pod, or else the label of that name (how Volcano reads its task flags)."""
     if key in pod.annotations:
         return pod.annotations[key]
     return pod.labels.get(key)
@@ -156,112 +153,9 @@ class TaskInfo:
 
     @classmethod
     def from_pod(cls, pod: PodView, job: str, columns: Mapping[str, int]) -> TaskInfo:
+        from .template import TaskTemplate
+
         return TaskTemplate.of(pod, columns).task(pod, job)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class TaskTemplate:
-    """Everything a :class:`TaskInfo` derives from its pod and the session's resource columns, so that sessions can
-    reuse it for a pod object they already saw (:meth:`task` makes the session's mutable task from it).  ``vector``
-    is read-only: every task made from the template shares it."""
-
-    uid: str
-    resreq: Resources
-    status: TaskStatus
-    node_name: str
-    priority: int
-    preemptable: bool
-    role: str
-    best_effort: bool
-    vector: npt.NDArray[np.int64] = field(repr=False)
-    nonzero: tuple[int, int]
-    nominated_node: str
-    names: frozenset[str]   # the resource names the pod requests
-    job_id: str             # the job the pod belongs to when the scheduler owns it (:func:`job_id_of`)
-    grouped: bool           # the pod names a PodGroup (else it is a group of one)
-    # what the session reads from the pod again and again: whether it finished, who schedules it, and what its
-    # group of one needs (the job's name, creation time, and the inputs of job_priority)
-    terminal: bool
-    scheduler_name: str
-    job_name: str
-    creation_time: float
-    priority_class_name: str
-    spec_priority: int | None   # spec.priority when the pod sets it
-    packed: npt.NDArray[np.int64] = field(repr=False)   # vector and nonzero, as NodeArrays.add_many takes them
-
-    @classmethod
-    def of(cls, pod: PodView, columns: Mapping[str, int],
-           vectors: IdentityMemo[_Vectors] | None = None) -> TaskTemplate:
-        """``vectors``: what was derived from a pod's request objects (for these columns) — the scheduler cache
-        keeps them when it refreshes a pod whose containers did not change, so a bound or started pod finds them."""
-        got = vectors.get(pod.requests) if vectors is not None else None
-        if got is None or got[0] is not pod.nonzero_requests:
-            got = _vectors(pod, columns)
-            if vectors is not None:
-                vectors.put(pod.requests, got)
-        _, req, vec, nonzero, packed, best_effort, names = got
-        prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
-        priority = pod.priority if "priority" in (pod.raw.get("spec") or {}) else 1
-        if prio_text is not None:
-            try:
-                priority = int(prio_text)
-            except ValueError:
-                pass
-        flag = _flag(pod, PREEMPTABLE_KEY)
-        job_id = job_id_of(pod)
-        return cls(
-            uid=pod.uid or pod.key,
-            resreq=req,
-            status=task_status_of(pod),
-            node_name=pod.node_name,
-            priority=priority,
-            preemptable=True if flag is None else flag.strip().lower() in ("true", "1", "yes"),
-            role=_flag(pod, TASK_SPEC_KEY) or "",
-            best_effort=best_effort,
-            vector=vec,
-            nonzero=nonzero,
-            nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
-            names=names,
-            job_id=job_id,
-            grouped=bool(pod.group_name),
-            terminal=pod.terminal,
-            scheduler_name=pod.scheduler_name,
-            job_name=job_id.split("/", 1)[1],
-            creation_time=pod.creation_time or 0.0,
-            priority_class_name=pod.priority_class_name,
-            spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
-            packed=packed,
-        )
-
-    def task(self, pod: PodView, job: str, renew: TaskInfo | None = None) -> TaskInfo:
-        """The pod's task as the session starts; ``renew`` is an earlier task of this pod that nothing uses any more,
-        made anew in place (every field reset) instead of allocating another."""
-        args = (self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority, self.preemptable,
-                self.role, self.best_effort, self.vector, self.nonzero, self.nominated_node)
-        if renew is None:
-            return TaskInfo(*args)
-        TaskInfo.__init__(renew, *args)
-        return renew
-
-
-# of a pod's requests object: (the pod's nonzero_requests object, resreq, vector, (nonzero cpu, nonzero memory),
-# packed, best effort, requested names)
-_Vectors = tuple[Resources, Resources, npt.NDArray[np.int64], tuple[int, int], npt.NDArray[np.int64], bool,
-                 frozenset[str]]
-
-
-def _vectors(pod: PodView, columns: Mapping[str, int]) -> _Vectors:
-    req = pod.requests + Resources({PODS: 1})
-    vec = np.zeros(len(columns), dtype=np.int64)
-    for name, v in req.items():
-        j = columns.get(name)
-        if j is not None:
-            vec[j] = v
-    vec.flags.writeable = False
-    nonzero = (pod.nonzero_requests.get(CPU, 0), pod.nonzero_requests.get(MEMORY, 0))
-    packed = np.concatenate((vec, np.asarray(nonzero, dtype=np.int64)))
-    packed.flags.writeable = False
-    return pod.nonzero_requests, req, vec, nonzero, packed, is_best_effort(req), frozenset(pod.requests)
 
 
 _INDEX_RE = re.compile(r"^-?\d+$")

@@ -23,12 +23,13 @@ from common.objects import NodeView, PodGroupView
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 
-from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, TaskTemplate, compare_tasks
+from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, compare_tasks
 from .arrays import NodeArrays, resource_columns
 from .memo import SessionMemo
 from .plugin import Arguments, Plugin, plugin_builders
 from .snapshot import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, Snapshot, job_priority
 from .status import FilterResult, FitErrors, Status
+from .template import TaskTemplate
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
