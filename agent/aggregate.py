@@ -7,11 +7,10 @@ up long enough); koordlet then leaves that window's usage maps empty rather than
 percentile of a few seconds of data.  All functions are pure: the caller passes ``now``.
 
 Windows are read from borrowed views of the ring buffers (no copies): :class:`SeriesWindows` reads one
-series for all the windows of a report, and
-:func:`summaries` / :func:`means` aggregate many windows at once, one NumPy call per group of windows of
-equal length.  The results are exactly those of ``common.percentile.aggregate`` over a copy of each
-window: the mean is NumPy's own summation of the same samples divided by their count, which is what
-``ndarray.mean`` computes.
+series for all the windows of a report, and :func:`summaries` / :func:`means` aggregate many windows at
+once, one NumPy call per group of windows of equal length.  The results are exactly those of
+``common.percentile.aggregate`` over a copy of each window: the mean is NumPy's own summation of the same
+samples divided by their count, which is what ``ndarray.mean`` computes.
 
 Signatures (stable; the simulator uses them)::
 

@@ -1,9 +1,9 @@
 """Bounded in-memory time series: one NumPy ring buffer per series.
 
 The agent keeps only what its longest aggregation window needs, so memory stays flat however long it
-runs: each series owns two preallocated float64 arrays (timestamps, values) of twice a fixed capacity
-and drops its oldest sample once it holds ``capacity`` of them; the samples always sit in one contiguous
-slice, so a window is read without copying.  Nothing here reads a clock or a file; callers pass the
+runs: each series owns two preallocated float64 arrays (timestamps, values) a little larger than a fixed
+capacity and drops its oldest sample once it holds ``capacity`` of them; the samples always sit in one
+contiguous slice, so a window is read without copying.  Nothing here reads a clock or a file; callers pass the
 sample time explicitly, which is what lets the simulator drive the same code on simulated time.
 
 Signatures (stable; the simulator uses them)::
@@ -55,13 +55,19 @@ def capacity_for(retention_seconds: float, interval_seconds: float) -> int:
     return base + max(_MIN_SLACK, math.ceil(base * _SLACK_FRACTION))
 
 
+def _buffer_size(capacity: int) -> int:
+    """Slots in a ring's buffers: the capacity plus half as much again (at least 64), so that moving the samples
+    back to the front, a copy of at most ``capacity`` values, happens once every that many appends."""
+    return capacity + max(capacity // 2, 64)
+
+
 class Ring:
     """One series: the newest ``capacity`` samples of (time, value), times non-decreasing.
 
-    The samples live in two float64 buffers of twice the capacity and always occupy one contiguous slice
-    ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of the buffers the
-    newest samples are moved back to the front (once every ``capacity`` appends).  Reading a window is
-    therefore a slice, never a gather.  The times are an ``array.array`` with a NumPy view of the same memory:
+    The samples live in two float64 buffers with room to spare (:func:`_buffer_size`) and always occupy one
+    contiguous slice ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of
+    the buffers the newest samples are moved back to the front (once every "spare" appends).  Reading a window
+    is therefore a slice, never a gather.  The times are an ``array.array`` with a NumPy view of the same memory:
     windows are found with :mod:`bisect` on the array (what ``np.searchsorted`` finds, without its call
     overhead), and arrays are handed out through the view.
     """
@@ -72,10 +78,11 @@ class Ring:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._cap = capacity
+        size = _buffer_size(capacity)
         # Never resized (the NumPy view shares its memory).
-        self._times = array("d", bytes(16 * capacity))
+        self._times = array("d", bytes(8 * size))
         self._t: FloatArray = np.frombuffer(self._times, dtype=np.float64)
-        self._v: FloatArray = np.empty(2 * capacity, dtype=np.float64)
+        self._v: FloatArray = np.empty(size, dtype=np.float64)
         self._end = 0  # one past the newest sample
         self._count = 0
         self._last_t = -math.inf  # the newest time, as a Python float (the append check reads it)

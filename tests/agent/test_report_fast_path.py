@@ -95,6 +95,18 @@ def test_ring_matches_the_list_definition(capacity: int, steps: list[tuple[float
     assert bigger.ordered()[1].tolist() == [y for _, y in model.samples]
 
 
+def test_large_rings_move_their_samples_back_without_losing_any() -> None:
+    # Capacity 200 has 100 spare slots: the samples kept overlap the ones they are moved over.
+    for capacity in (1, 2, 127, 128, 200, 1001):
+        ring, model = Ring(capacity), ListRing(capacity)
+        for i in range(3 * capacity + 150):
+            ring.append(float(i), float(i) * 0.5)
+            model.append(float(i), float(i) * 0.5)
+            if i % 37 == 0 or i > 3 * capacity + 140:
+                assert ring.ordered()[1].tolist() == [v for _, v in model.samples]
+                assert ring.values_between(i - 10.5, i).tolist() == model.window(i - 10.5, i)[1]
+
+
 def test_history_windows_after_resizing_and_pruning() -> None:
     h = History(retention_seconds=10, interval_seconds=1)
     for i in range(100):
