@@ -10,6 +10,7 @@ Signatures (stable; the simulator uses them)::
 
     h = History(retention_seconds=1800, interval_seconds=1.0)   # capacity from the longest window
     h.append(series: str, t: float, value: float) -> bool       # False: sample older than the last one
+    h.extend(t, [(series, value), ...])                          # append several series at one time
     h.window(series, start: float, end: float) -> (times, values)   # inclusive, oldest first, copies
     h.values_view(series, start, end) -> values                  # the same values, borrowed (no copy)
     h.ring(series) -> Ring | None                                # .view(): borrowed, no copy
@@ -28,7 +29,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -67,22 +68,23 @@ class Ring:
     The samples live in two float64 buffers with room to spare (:func:`_buffer_size`) and always occupy one
     contiguous slice ``[end - count, end)``: an append writes at ``end``, and once ``end`` reaches the end of
     the buffers the newest samples are moved back to the front (once every "spare" appends).  Reading a window
-    is therefore a slice, never a gather.  The times are an ``array.array`` with a NumPy view of the same memory:
-    windows are found with :mod:`bisect` on the array (what ``np.searchsorted`` finds, without its call
-    overhead), and arrays are handed out through the view.
+    is therefore a slice, never a gather.  Both buffers are ``array.array`` objects with NumPy views of the same
+    memory: appends write through the arrays and windows are found with :mod:`bisect` on the times (what
+    ``np.searchsorted`` finds, without NumPy's call overhead), while readers get slices of the views.
     """
 
-    __slots__ = ("_times", "_t", "_v", "_cap", "_end", "_count", "_last_t", "_bisectable")
+    __slots__ = ("_times", "_values", "_t", "_v", "_cap", "_size", "_end", "_count", "_last_t", "_bisectable")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self._cap = capacity
-        size = _buffer_size(capacity)
-        # Never resized (the NumPy view shares its memory).
+        size = self._size = _buffer_size(capacity)
+        # Written through the arrays, read through the NumPy views of the same memory (so never resized).
         self._times = array("d", bytes(8 * size))
+        self._values = array("d", bytes(8 * size))
         self._t: FloatArray = np.frombuffer(self._times, dtype=np.float64)
-        self._v: FloatArray = np.empty(size, dtype=np.float64)
+        self._v: FloatArray = np.frombuffer(self._values, dtype=np.float64)
         self._end = 0  # one past the newest sample
         self._count = 0
         self._last_t = -math.inf  # the newest time, as a Python float (the append check reads it)
@@ -100,12 +102,12 @@ class Ring:
         return int(self._t.nbytes + self._v.nbytes)
 
     def append(self, t: float, value: float) -> bool:
-        if t < self._last_t:
-            return False
-        if t != t:
+        if not t >= self._last_t:  # older than the last sample, or a NaN time (now or before)
+            if t < self._last_t:
+                return False
             self._bisectable = False
         end = self._end
-        if end == self._t.size:
+        if end == self._size:
             # Move the samples that stay to the front; the oldest one is dropped below if the ring is full.
             keep = min(self._count, self._cap - 1)
             self._t[:keep] = self._t[end - keep : end]
@@ -113,7 +115,7 @@ class Ring:
             end = keep
             self._count = keep
         self._times[end] = t
-        self._v[end] = value
+        self._values[end] = value
         self._end = end + 1
         if self._count < self._cap:
             self._count += 1
@@ -237,6 +239,19 @@ class History:
         if ring is None:
             ring = self._rings[series] = Ring(self._capacity)
         return ring.append(float(t), float(value))
+
+    def extend(self, t: float, samples: Iterable[tuple[str, float]]) -> None:
+        """:meth:`append` of each ``(series, value)`` at the same time ``t`` (one call for a whole tick).
+
+        Values are numbers (the buffer converts them as ``float()`` does).
+        """
+        t = float(t)
+        rings = self._rings
+        for series, value in samples:
+            ring = rings.get(series)
+            if ring is None:
+                ring = rings[series] = Ring(self._capacity)
+            ring.append(t, value)
 
     def ring(self, series: str) -> Ring | None:
         """The ring of ``series``, for readers that take borrowed views (:meth:`Ring.view`)."""

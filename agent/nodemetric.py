@@ -271,17 +271,19 @@ class UsageStore:
 
     def _record_pods(self, t: float, pods: Iterable[tuple[str, float | None, float | None]]) -> tuple[float, float]:
         """Append every pod's samples; returns the summed pod cpu and memory (for system usage)."""
-        append = self.pods.append
+        names = self._pod_names
+        samples: list[tuple[str, float]] = []
         pod_cpu = 0.0
         pod_mem = 0.0
         for uid, cpu, mem in pods:
-            cpu_series, memory_series = self.pod_series_names(uid)
+            cpu_series, memory_series = names.get(uid) or self.pod_series_names(uid)
             if cpu is not None:
-                append(cpu_series, t, cpu)
+                samples.append((cpu_series, cpu))
                 pod_cpu += cpu
             if mem is not None:
-                append(memory_series, t, mem)
+                samples.append((memory_series, mem))
                 pod_mem += mem
+        self.pods.extend(t, samples)
         return pod_cpu, pod_mem
 
     def _record_node(
@@ -293,19 +295,21 @@ class UsageStore:
         pod_cpu: float,
         pod_mem: float,
     ) -> None:
-        append = self.node.append
+        samples: list[tuple[str, float]] = []
         if node_cpu is not None:
-            append(NODE_CPU, t, node_cpu)
-            append(SYSTEM_CPU, t, max(0.0, node_cpu - pod_cpu))
+            system = node_cpu - pod_cpu
+            samples += ((NODE_CPU, node_cpu), (SYSTEM_CPU, system if system > 0.0 else 0.0))  # max(0.0, system)
         if node_memory is not None:
-            append(NODE_MEMORY, t, node_memory)
+            samples.append((NODE_MEMORY, node_memory))
         if node_memory_with_cache is not None:
-            append(NODE_MEMORY_WITH_PAGE_CACHE, t, node_memory_with_cache)
+            samples.append((NODE_MEMORY_WITH_PAGE_CACHE, node_memory_with_cache))
         node_mem = node_memory
-        if self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE and node_memory_with_cache is not None:
+        if node_memory_with_cache is not None and self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE:
             node_mem = node_memory_with_cache
         if node_mem is not None:
-            append(SYSTEM_MEMORY, t, max(0.0, node_mem - pod_mem))
+            system = node_mem - pod_mem
+            samples.append((SYSTEM_MEMORY, system if system > 0.0 else 0.0))  # max(0.0, system)
+        self.node.extend(t, samples)
         # Pods that went away: their series age out once older than the window (checked once per window).
         if t - self._last_prune >= self.pods.retention_seconds:
             self.pods.prune(t - self.pods.retention_seconds)
