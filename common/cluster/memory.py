@@ -475,8 +475,9 @@ def _copy_in(v: _T) -> _T:
 def _tree_copy(v: _T) -> _T:
     """A deep copy of API data (dicts, lists, scalars), several times faster than ``copy.deepcopy``.
 
-    The copy of objects that are not plain data (see :func:`common.cluster.pickle_plain`), and of stored objects
-    about to be changed; anything that is not JSON-like data still goes through ``copy.deepcopy``.
+    The copy for data that is not plain (see :func:`common.cluster.pickle_plain`), which the pickle round trip of
+    :class:`_Copies` and :func:`_copy_in` refuses; anything that is not JSON-like still goes through
+    ``copy.deepcopy``.
     """
     t = type(v)
     if t is dict:
