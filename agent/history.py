@@ -162,7 +162,14 @@ class Ring:
 
     def values_between(self, start: float, end: float) -> FloatArray:
         """The values of samples with ``start <= t <= end``: a borrowed view, like :meth:`view`."""
-        lo, hi = self._bounds(start, end)
+        last = self._end
+        start, end = float(start), float(end)
+        if self._bisectable and start == start and end == end:  # the common case of _bounds, inline: it is hot
+            first = last - self._count
+            lo = bisect_left(self._times, start, first, last)
+            hi = last if self._last_t <= end else bisect_right(self._times, end, first, last)
+        else:
+            lo, hi = self._bounds(start, end)
         return self._v[lo:hi] if hi > lo else _EMPTY
 
     def ordered(self) -> tuple[FloatArray, FloatArray]:
