@@ -28,6 +28,7 @@ typecheck: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduler_throughput.py
 	$(BIN)/python benchmarks/agent_overhead.py
+	$(BIN)/python benchmarks/sim_runtime.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
