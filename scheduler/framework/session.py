@@ -19,17 +19,17 @@ import numpy as np
 import numpy.typing as npt
 
 from common.clock import Clock
-from common.objects import NodeView, PodGroupView
+from common.objects import NodeView
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 
 from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, compare_tasks
-from .arrays import NodeArrays, resource_columns
+from .arrays import NodeArrays
+from .build import build_state
 from .memo import SessionMemo
 from .plugin import Arguments, Plugin, plugin_builders
-from .snapshot import DEFAULT_QUEUE, DEFAULT_SCHEDULER_NAME, Snapshot, job_priority
+from .snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from .status import FilterResult, FitErrors, Status
-from .template import TaskTemplate
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
@@ -39,32 +39,6 @@ log = logging.getLogger(__name__)
 ABSTAIN, PERMIT, REJECT = 0, 1, -1
 T = TypeVar("T")
 IntArray = npt.NDArray[np.int64]
-
-
-class _PodEntry:
-    """What sessions keep per pod object: its task template and, for the session allowed to renew them, the task
-    (and the group-of-one job) it made last, with the epoch of the session that last took them."""
-
-    __slots__ = ("template", "task", "job", "epoch")
-
-    def __init__(self, template: TaskTemplate) -> None:
-        self.template = template
-        self.task: TaskInfo | None = None
-        self.job: JobInfo | None = None
-        self.epoch = -1
-
-
-class _Renewable(Generic[T]):
-    __slots__ = ("obj", "epoch")
-
-    def __init__(self, obj: T, epoch: int) -> None:
-        self.obj = obj
-        self.epoch = epoch
-
-
-def _total_allocatable(memo: SessionMemo, snap: Snapshot) -> Resources:
-    """``snap.total_allocatable()``, reused while the snapshot holds the very same node objects."""
-    return memo.for_objects("total-allocatable", snap.nodes, snap.total_allocatable)
 
 
 class SessionSink(Protocol):
@@ -186,128 +160,16 @@ class Session:
     # ---- building ----------------------------------------------------------------------------------------------
 
     def _build(self, snap: Snapshot) -> None:
-        memo = self.memo
-        epoch = memo.epoch
-        renewing = self.renewing
-        names: set[str] = set()
-        for n in snap.nodes:
-            names.update(n.allocatable)
-        pod_table = memo.table("session.pod")
-        pods = snap.pods
-        found: list[_PodEntry | None] = [pod_table.get(p) for p in pods]
-        for p, e in zip(pods, found, strict=True):
-            names.update(p.requests if e is None else e.template.names)
-        columns = resource_columns(names)
-        vectors = memo.table("session.vectors")
-        if memo.value("session.columns") != columns:
-            # task vectors are laid out on the columns: templates made for other columns are of no use
-            pod_table.clear()
-            vectors.clear()
-            memo.set_value("session.columns", columns)
-            found = [None] * len(pods)
-        self.arrays = NodeArrays(columns, [n.allocatable for n in snap.nodes])
-        self.nodes: list[NodeInfo] = self._node_infos(snap.nodes)
-        self.node_by_name: dict[str, NodeInfo] = {n.name: n for n in self.nodes}
-        self.node_names: list[str] = [n.name for n in self.nodes]
-        self.total_resource: Resources = _total_allocatable(memo, snap)
-        self.queues: dict[str, QueueInfo] = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
-        if DEFAULT_QUEUE not in self.queues:
-            self.queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, 1, Resources(), Resources(), Resources(), True, 0,
-                                                   "", "Open", 0.0)
-        self.jobs: dict[str, JobInfo] = {}
-        self.tasks: dict[str, TaskInfo] = {}
-        self.missing_queue: dict[str, str] = {}
-        col = self.arrays.col
-        for pg in snap.podgroups.values():
-            self.jobs[pg.key] = self._podgroup_job(pg, snap)
-        # tasks on a node, added to the node arrays at once after the loop
-        rows: list[int] = []
-        packed: list[IntArray] = []
-        statuses: list[TaskStatus] = []
-        jobs, tasks, node_by_name, sched = self.jobs, self.tasks, self.node_by_name, self.scheduler_name
-        # job_priority(None, pod, snap) for groups of one, from the template's copy of its inputs
-        classes = snap.priority_classes
-        default_priority = snap.global_default_priority()
-        for pod, e in zip(pods, found, strict=True):
-            if e is None:
-                e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, vectors)))
-            t = e.template
-            ours = t.scheduler_name == sched
-            terminal = t.terminal
-            if terminal and not ours:
-                continue
-            jid = t.job_id
-            # the previous session's objects for this pod, unless another task of this session already took them
-            old = renewing and e.epoch != epoch
-            task = t.task(pod, jid if ours else "", e.task if old else None)
-            if renewing:
-                e.task, e.epoch = task, epoch
-            if ours:
-                job = jobs.get(jid)
-                if job is None and not t.grouped:
-                    pc = classes.get(t.priority_class_name)
-                    priority = pc.value if pc is not None else (
-                        t.spec_priority if t.spec_priority is not None else default_priority)
-                    job = JobInfo.single(jid, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
-                                         task, e.job if old else None)
-                    if renewing:
-                        e.job = job
-                    jobs[jid] = job
-                elif job is not None:
-                    job.add_task(task)
-                if job is not None:
-                    tasks[task.uid] = task
-                else:
-                    task.job = ""
-            if task.node_name and not terminal:
-                node = node_by_name.get(task.node_name)
-                if node is not None:
-                    node.tasks[task.uid] = task
-                    rows.append(node.index)
-                    packed.append(t.packed)
-                    statuses.append(task.status)
-        self.arrays.add_many(rows, packed, statuses)
-        for job in list(self.jobs.values()):
-            if job.queue not in self.queues:
-                self.missing_queue[job.uid] = job.queue
-                job.job_fit_error = f"queue {job.queue!r} of job {job.uid} does not exist"
-
-    def _node_infos(self, views: Sequence[NodeView]) -> list[NodeInfo]:
-        if not self.renewing:
-            return [NodeInfo(v, i, self.arrays) for i, v in enumerate(views)]
-        table = self.memo.table("session.node")
-        epoch = self.memo.epoch
-        out: list[NodeInfo] = []
-        for i, v in enumerate(views):
-            e: _Renewable[NodeInfo] | None = table.get(v)
-            if e is None:
-                e = table.put(v, _Renewable(NodeInfo(v, i, self.arrays), epoch))
-            elif e.epoch == epoch:   # the same view twice in one snapshot
-                out.append(NodeInfo(v, i, self.arrays))
-                continue
-            else:
-                e.obj.renew(v, i, self.arrays)
-                e.epoch = epoch
-            out.append(e.obj)
-        return out
-
-    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> JobInfo:
-        args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
-                pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
-                pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
-        if not self.renewing:
-            return JobInfo(*args)
-        table = self.memo.table("session.podgroup")
-        epoch = self.memo.epoch
-        e: _Renewable[JobInfo] | None = table.get(pg)
-        if e is None:
-            e = table.put(pg, _Renewable(JobInfo(*args), epoch))
-        elif e.epoch == epoch:
-            return JobInfo(*args)
-        else:
-            e.obj.renew(*args)
-            e.epoch = epoch
-        return e.obj
+        built = build_state(snap, self.memo, renewing=self.renewing, scheduler_name=self.scheduler_name)
+        self.arrays: NodeArrays = built.arrays
+        self.nodes: list[NodeInfo] = built.nodes
+        self.node_by_name: dict[str, NodeInfo] = built.node_by_name
+        self.node_names: list[str] = built.node_names
+        self.total_resource: Resources = built.total_resource
+        self.queues: dict[str, QueueInfo] = built.queues
+        self.jobs: dict[str, JobInfo] = built.jobs
+        self.tasks: dict[str, TaskInfo] = built.tasks
+        self.missing_queue: dict[str, str] = built.missing_queue
 
     def _open_plugins(self) -> None:
         builders = plugin_builders()
