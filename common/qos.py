@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from common.quantity import parse_quantity
@@ -54,6 +56,16 @@ _BANDS = (
 _COMPUTE = ("cpu", "memory")
 
 
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
+    return parse_quantity(text)
+
+
+def _exact(v: Any) -> Fraction:
+    """The exact quantity, as kube's ``Quantity.Cmp`` compares them; strings (the usual case) memoised."""
+    return _parse_text(v) if type(v) is str else parse_quantity(v)
+
+
 def qos_class(pod: Mapping[str, Any]) -> QoSClass:
     """Kubernetes QoS class of a pod; ``status.qosClass`` wins when the API server set it."""
     status_qos = (pod.get("status") or {}).get("qosClass")
@@ -65,8 +77,8 @@ def qos_class(pod: Mapping[str, Any]) -> QoSClass:
     guaranteed = bool(containers)
     for c in containers:
         res = c.get("resources") or {}
-        limits = {k: parse_quantity(v) for k, v in (res.get("limits") or {}).items() if k in _COMPUTE}
-        requests = {k: parse_quantity(v) for k, v in (res.get("requests") or {}).items() if k in _COMPUTE}
+        limits = {k: _exact(v) for k, v in (res.get("limits") or {}).items() if k in _COMPUTE}
+        requests = {k: _exact(v) for k, v in (res.get("requests") or {}).items() if k in _COMPUTE}
         if any(v != 0 for v in limits.values()) or any(v != 0 for v in requests.values()):
             any_set = True
         effective_requests = dict(limits)

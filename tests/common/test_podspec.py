@@ -99,3 +99,16 @@ def test_priority_class_defaulting() -> None:
     labelled = pod([c("1")], priority=9500)
     labelled["metadata"]["labels"] = {"koordinator.sh/priority-class": "koord-batch"}
     assert pod_priority_class(labelled) == PriorityClass.BATCH
+
+
+def test_qos_class_compares_exactly_and_rejects_bad_quantities_every_time() -> None:
+    from common.quantity import QuantityError
+
+    # 1000.0001m and 1 differ by a tenth of a micro-core: exact comparison says Burstable, as kube's Cmp does
+    assert qos_class(pod([c("1000.0001m", "1G", lim={"cpu": "1", "memory": "1G"})])) == QoSClass.BURSTABLE
+    assert qos_class(pod([c("1.0", "1e9", lim={"cpu": 1, "memory": "1G"})])) == QoSClass.GUARANTEED
+    for _ in range(2):  # the memoised string path must not turn an error into a cached value
+        with pytest.raises(QuantityError):
+            qos_class(pod([c("one", "1G")]))
+    with pytest.raises(QuantityError):
+        qos_class(pod([c(True, "1G")]))
