@@ -272,15 +272,7 @@ class MemoryCluster:
     def patch_status(
         self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]:
-        with self._lock:
-            key = self._key(kind, name, namespace)
-            cur = self._bucket(kind).get(key)
-            if cur is None:
-                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            # Copy-on-write: only the status is new; the rest is shared with the version it replaces.
-            new = dict(cur)
-            new["status"] = merge_patch(cur.get("status") or {}, patch.get("status") or {})
-            return self._store(kind, key, new)
+        return self._merge_status(kind, name, namespace, patch.get("status") or {}, handed_over=False)
 
     def write_status(self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None) -> None:
         """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.
@@ -290,14 +282,22 @@ class MemoryCluster:
         returned, so no copy is made for the caller either; the stored object and the events are exactly
         those of :meth:`patch_status`.
         """
+        self._merge_status(kind, name, namespace, status, handed_over=True)
+
+    def _merge_status(
+        self, kind: str, name: str, namespace: str | None, status: Mapping[str, Any], *, handed_over: bool
+    ) -> dict[str, Any]:
+        """Merge ``status`` into the stored object's status.  ``handed_over``: the caller keeps no reference to
+        ``status``, so it is neither copied in nor is a copy of the result made for the caller."""
         with self._lock:
             key = self._key(kind, name, namespace)
             cur = self._bucket(kind).get(key)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            # Copy-on-write: only the status is new; the rest is shared with the version it replaces.
             new = dict(cur)
-            new["status"] = merge_patch(cur.get("status") or {}, status, copy=False)
-            self._store(kind, key, new, copy_back=False)
+            new["status"] = merge_patch(cur.get("status") or {}, status, copy=not handed_over)
+            return self._store(kind, key, new, copy_back=not handed_over)
 
     def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None:
         with self._lock:
