@@ -10,10 +10,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
-from common.quantity import parse_quantity
+from common.quantity import cached_quantity, parse_quantity
 
 __all__ = [
     "QoSClass",
@@ -56,14 +55,9 @@ _BANDS = (
 _COMPUTE = ("cpu", "memory")
 
 
-@lru_cache(maxsize=4096)
-def _parse_text(text: str) -> Fraction:
-    return parse_quantity(text)
-
-
 def _exact(v: Any) -> Fraction:
     """The exact quantity, as kube's ``Quantity.Cmp`` compares them; strings (the usual case) memoised."""
-    return _parse_text(v) if type(v) is str else parse_quantity(v)
+    return cached_quantity(v) if type(v) is str else parse_quantity(v)
 
 
 def qos_class(pod: Mapping[str, Any]) -> QoSClass:

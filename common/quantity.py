@@ -21,6 +21,7 @@ __all__ = [
     "value",
     "cached_milli_value",
     "cached_value",
+    "cached_quantity",
     "format_milli",
     "format_bytes",
     "format_int",
@@ -112,6 +113,12 @@ def _scaled(text: str, scale: int) -> int:
                     return int(digits) * factor * scale
                 break
     return _ceil(parse_quantity(text) * scale)
+
+
+@lru_cache(maxsize=4096)
+def cached_quantity(text: str) -> Fraction:
+    """:func:`parse_quantity` of a string, exact and memoised by the text (errors as :func:`cached_milli_value`)."""
+    return parse_quantity(text)
 
 
 @lru_cache(maxsize=65536)
