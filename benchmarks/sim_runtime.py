@@ -39,7 +39,8 @@ def main() -> None:
         for name, secs in phases.items():
             print(f"  {name:<13} {secs:8.2f} s  {100 * secs / max(rec.wall_seconds, 1e-9):5.1f}%")
         print(f"  per session        {1000 * phases['scheduler'] / sessions:8.1f} ms ({sessions} sessions)")
-        print(f"  per NodeMetric     {1e6 * phases['agent-report'] / max(1, rec.reports):8.0f} µs ({rec.reports} reports)")
+        if rec.reports:
+            print(f"  per NodeMetric     {1e6 * phases['agent-report'] / rec.reports:8.0f} µs ({rec.reports} reports)")
         if rec.waterline_ticks:
             print(f"  per waterline tick {1e6 * phases['waterline'] / rec.waterline_ticks:8.0f} µs "
                   f"({rec.waterline_ticks} node ticks)")

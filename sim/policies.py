@@ -10,7 +10,9 @@ WaterlinePolicy objects that every simulated node agent runs.  Built in (files i
 * ``loadaware-waterline-capped`` — as above with ``respectWaterlines: true``: nodes are also closed to new pods
   above their waterlines, which trades waiting pods for fewer hot nodes.
 
-Every policy's agents report NodeMetrics (the request-based scheduler simply ignores them).  The default
+The node agents (usage history, NodeMetric reports, waterlines) run for a policy whose scheduler reads usage
+(the built-in ``loadaware`` and ``usage`` plugins, or any plugin Loadwise does not ship, which might) or that has
+waterlines; the request-based baseline runs without them, as a cluster without Loadwise does.  The default
 comparison is the first three.
 """
 
@@ -18,11 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.config import ConfigError, load_objects
 from sim.run import Policy
 
-__all__ = ["CONF_DIR", "BUILTIN", "DEFAULT_COMPARE", "parse_assignments", "load_policies"]
+if TYPE_CHECKING:
+    from scheduler.conf import SchedulerConf
+
+__all__ = ["CONF_DIR", "BUILTIN", "DEFAULT_COMPARE", "USAGE_PLUGINS", "reads_usage", "parse_assignments",
+           "load_policies"]
 
 CONF_DIR = Path(__file__).resolve().parent / "confs"
 # name -> (scheduler conf, waterline policies or None)
@@ -33,6 +40,21 @@ BUILTIN: dict[str, tuple[Path, Path | None]] = {
     "loadaware-waterline-capped": (CONF_DIR / "loadaware-waterline-capped.yaml", CONF_DIR / "waterline.yaml"),
 }
 DEFAULT_COMPARE = ("requests", "loadaware", "loadaware-waterline")
+# The built-in scheduler plugins that read NodeMetrics (the session snapshot's node_metrics).
+USAGE_PLUGINS = frozenset({"loadaware", "usage"})
+
+
+def reads_usage(conf: SchedulerConf) -> bool:
+    """Whether a scheduler with ``conf`` reads NodeMetrics: a usage plugin, or a plugin not shipped with Loadwise."""
+    from scheduler.framework.plugin import plugin_builders
+
+    builders = plugin_builders()
+    for tier in conf.tiers:
+        for p in tier.plugins:
+            builder = builders.get(p.name)
+            if p.name in USAGE_PLUGINS or builder is None or not builder.__module__.startswith("scheduler.plugins."):
+                return True
+    return False
 
 
 def parse_assignments(values: Sequence[str], flag: str) -> dict[str, Path]:
@@ -89,5 +111,6 @@ def load_policies(
         wl_path = waterlines.get(name) or builtin_wl
         conf = load_conf(conf_path)
         objs = _waterline_objects(wl_path) if wl_path is not None else ()
-        out.append(Policy(name, conf, str(conf_path), objs, str(wl_path) if wl_path else ""))
+        out.append(Policy(name, conf, str(conf_path), objs, str(wl_path) if wl_path else "",
+                          node_agents=bool(objs) or reads_usage(conf)))
     return out

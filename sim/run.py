@@ -8,7 +8,8 @@ Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
    waterline quota), sums it per node with a small system overhead, and squeezes CPU proportionally on a node
    whose demand exceeds its capacity;
 3. records the usage into each node's agent history and lets the agents whose report is due write their
-   NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging reports;
+   NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging reports (a policy
+   that reads no usage, the request-based baseline, runs without agents, as a cluster without Loadwise does);
 4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
    simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
 5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster.
@@ -83,6 +84,7 @@ class Policy:
     conf_source: str = ""
     waterline: tuple[Mapping[str, Any], ...] = ()
     waterline_source: str = ""
+    node_agents: bool = True  # whether the node agents run (NodeMetric reports, waterlines)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +177,10 @@ class Simulation:
             report_interval_seconds=options.report_interval_seconds,
             durations=options.aggregated_durations,
         )
-        self.agents = SimAgents(self.cluster, self.nodes, collect, tick_seconds=options.tick_seconds)
-        self.agents.create_nodemetrics()
+        self.agents: SimAgents | None = None
+        if policy.node_agents or policy.waterline:
+            self.agents = SimAgents(self.cluster, self.nodes, collect, tick_seconds=options.tick_seconds)
+            self.agents.create_nodemetrics()
         self.waterline: SimWaterline | None = None
         if policy.waterline:
             for obj in policy.waterline:
@@ -399,11 +403,14 @@ class Simulation:
                 per_node[p.node].append((p.uid, c, m))
                 pods_on[p.node].append((p, c, m))
             c2 = clock()
-            for i in range(n_nodes):
-                self.agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
+            agents = self.agents
+            if agents is not None:
+                for i in range(n_nodes):
+                    agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
             c3 = clock()
-            for i in self.agents.due(k):
-                self.agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
+            if agents is not None:
+                for i in agents.due(k):
+                    agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
             c4 = clock()
             if self.waterline is not None:
                 self._waterline_tick(now, node_cpu, node_mem, pods_on)
@@ -435,7 +442,8 @@ class Simulation:
                 progress(1)
         rec.phase_seconds = {k: round(v, 3) for k, v in phases.items()}
         rec.cpu_seconds = time.process_time() - process0
-        rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0, self.agents.reports,
+        rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
+                   self.agents.reports if self.agents is not None else 0,
                    self.waterline.ticks if self.waterline else 0)
         return rec
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import re
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +20,11 @@ import sim.waterline
 from common.clock import FakeClock, parse_rfc3339
 from common.cluster.memory import MemoryCluster
 from common.objects import NodeMetricView
+from scheduler.conf import parse_conf
+from scheduler.framework.plugin import plugin_builders
 from sim.measures import measure
 from sim.model import GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
-from sim.policies import CONF_DIR, load_policies
+from sim.policies import BUILTIN, CONF_DIR, USAGE_PLUGINS, load_policies, reads_usage
 from sim.run import Policy, SimOptions, Simulation, run
 from sim.synthetic import SyntheticConfig, generate
 
@@ -140,6 +145,37 @@ def test_the_simulated_parts_are_the_production_classes() -> None:
     rebuilt = agent.nodemetric.build_nodemetric_status(simulation.agents.stores[0], when, simulation.agents.policy, metas)
     assert obj["status"]["nodeMetric"] == rebuilt["nodeMetric"]
     assert {p["name"] for p in obj["status"]["podsMetric"]} <= {m.name for m in metas}
+
+
+def test_only_policies_that_read_usage_run_node_agents() -> None:
+    # The built-in plugins that look at NodeMetrics are exactly the ones the simulator starts agents for.
+    readers = {name for name, builder in plugin_builders().items()
+               if builder.__module__.startswith("scheduler.plugins.")
+               and "node_metrics" in inspect.getsource(sys.modules[builder.__module__])}
+    assert readers == USAGE_PLUGINS
+    agents = {p.name: p.node_agents for p in load_policies(list(BUILTIN))}
+    assert agents == {"requests": False, "loadaware": True, "loadaware-waterline": True,
+                      "loadaware-waterline-capped": True}
+    # A plugin Loadwise does not ship might read usage: agents run.
+    custom = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "somebody-elses"}]}]},
+                        validate_plugins=False)
+    assert reads_usage(custom)
+    assert not reads_usage(parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "binpack"}]}]}))
+
+
+def test_the_baseline_without_agents_places_exactly_as_with_them() -> None:
+    w = generate(SyntheticConfig(nodes=6, hours=1.0, seed=4))
+    opts = SimOptions(hours=1.0, start_hour=13, seed=4)
+    baseline = load_policies(["requests"])[0]
+    bare = Simulation(w, baseline, opts)
+    without = bare.run()
+    assert bare.agents is None and without.reports == 0
+    assert bare.cluster.list("NodeMetric").items == []
+    with_agents = run(w, replace(baseline, node_agents=True), opts)
+    assert with_agents.reports > 0
+    assert np.array_equal(without.cpu_util, with_agents.cpu_util)
+    assert np.array_equal(without.pending, with_agents.pending)
+    assert without.bindings == with_agents.bindings > 0
 
 
 def _small(policy: str, waterline: Path | None = None) -> Any:
