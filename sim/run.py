@@ -125,16 +125,34 @@ class _Pod:
     name: str
     uid: str
     created: float
-    meta: PodMeta
-    view: PodView
+    obj: dict[str, Any]  # the Pod as the cluster last returned it
     node: int = -1
     started: float = 0.0
     ends: float = math.inf
     message: str = ""
+    _meta: PodMeta | None = None
+    _view: PodView | None = None
 
     @property
     def key(self) -> str:
         return f"{self.spec.namespace}/{self.name}"
+
+    @property
+    def meta(self) -> PodMeta:
+        """What the node agent knows of the pod (parsed when an agent first reports it)."""
+        if self._meta is None:
+            self._meta = PodMeta.from_pod(self.obj)
+        return self._meta
+
+    @property
+    def view(self) -> PodView:
+        """The parsed pod (when the waterline engine first looks at it)."""
+        if self._view is None:
+            self._view = PodView.parse(self.obj)
+        return self._view
+
+    def update(self, obj: dict[str, Any]) -> None:
+        self.obj, self._meta, self._view = obj, None, None
 
 
 @dataclass(slots=True)
@@ -223,7 +241,7 @@ class Simulation:
             self._groups_created.add(spec.group)
         name = spec.name if attempt == 0 else f"{spec.name}-r{attempt}"
         obj = self.cluster.create("Pod", pod_object(spec, name, index=index))
-        pod = _Pod(index, spec, name, obj["metadata"]["uid"], t, PodMeta.from_pod(obj), PodView.parse(obj))
+        pod = _Pod(index, spec, name, obj["metadata"]["uid"], t, obj)
         self._pending[pod.key] = pod
         self._by_uid[pod.uid] = pod
         self.counters.submitted.add(index)
@@ -286,7 +304,7 @@ class Simulation:
             "Pod", p.name, {"status": {"phase": "Running", "startTime": now, "conditions": conditions}},
             namespace=p.spec.namespace,
         )
-        p.view = PodView.parse(obj)
+        p.update(obj)
 
     def _collect_evictions(self, t: float, *, by_waterline: bool) -> None:
         evictions = self.cluster.evictions
