@@ -49,12 +49,8 @@ class NodeMetricFreshness:
                 if age is None:
                     age = self._age[node] = self.age.labels(node)
                 age.set(max(0.0, now - update))
-            else:
-                self._age.pop(node, None)
-                try:
-                    self.age.remove(node)
-                except KeyError:
-                    pass
+            elif self._age.pop(node, None) is not None:  # the node's age sample goes (children exist only there)
+                self.age.remove(node)
             expired = self._expired.get(node)
             if expired is None:
                 expired = self._expired[node] = self.expired.labels(node)

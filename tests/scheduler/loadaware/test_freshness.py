@@ -24,3 +24,8 @@ def test_gauges_track_age_expiry_and_removed_nodes() -> None:
     f.update(["a"], {"a": metric("a", update=1000.0)}, 1180.0, 180)
     assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0  # exactly 180 s: expired (>=)
     assert val("loadwise_scheduler_nodemetric_expired", "b") is None
+    # A NodeMetric that goes away takes the node's age sample with it; the node stays expired.
+    f.update(["a", "b"], {"b": metric("b", update=1170.0)}, 1180.0, 180)
+    assert val("loadwise_scheduler_nodemetric_age_seconds", "a") is None
+    assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0
+    assert val("loadwise_scheduler_nodemetric_age_seconds", "b") == 10.0
