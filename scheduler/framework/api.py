@@ -308,6 +308,39 @@ class JobInfo:
             # Resources() + x has x's entries in x's order, and values are immutable: x itself will do
             self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
 
+    def add_tasks(self, tasks: Iterable[TaskInfo]) -> None:
+        """``add_task`` of each task in turn, with the allocated total summed once at the end: the same entries in
+        the same order, as long as no request is negative (then no entry of a partial sum drops out at zero;
+        otherwise the total is summed task by task, as ``add_task`` does)."""
+        total: dict[str, int] | None = None
+        first: Resources | None = None
+        allocated: list[TaskInfo] = []
+        negative = False
+        job_tasks = self.tasks
+        for task in tasks:
+            job_tasks[task.uid] = task
+            status = task.status
+            self._put(task, status)
+            if status not in ALLOCATED_STATUS:
+                continue
+            allocated.append(task)
+            if first is None and not self.allocated:
+                first = task.resreq
+                continue
+            if total is None:
+                total = (first or self.allocated).as_dict()
+                negative = any(v < 0 for v in total.values())
+            for k, v in task.resreq.as_dict().items():
+                total[k] = total.get(k, 0) + v
+                negative = negative or v < 0
+        if negative:
+            for task in allocated:
+                self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
+        elif total is not None:
+            self.allocated = Resources(total)
+        elif first is not None:
+            self.allocated = first
+
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         self._moved = True
         old = task.status

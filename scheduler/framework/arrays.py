@@ -12,7 +12,7 @@ from common.resources import CPU, MEMORY, PODS, Resources
 
 from .api import TaskStatus, on_node
 
-__all__ = ["NodeArrays", "RowCache", "resource_columns"]
+__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -21,6 +21,17 @@ def resource_columns(names: Iterable[str]) -> list[str]:
     """cpu, memory, pods first (Volcano's check order), then the other names sorted."""
     rest = sorted(set(names) - {CPU, MEMORY, PODS})
     return [CPU, MEMORY, PODS, *rest]
+
+
+def allocation_matrix(col: Mapping[str, int], allocatable: Sequence[Mapping[str, int]]) -> IntArray:
+    """The ``[nodes, columns]`` matrix of the nodes' allocatable resources (names without a column left out)."""
+    out = np.zeros((len(allocatable), len(col)), dtype=np.int64)
+    for i, alloc in enumerate(allocatable):
+        for name, v in alloc.items():
+            j = col.get(name)
+            if j is not None:
+                out[i, j] = v
+    return out
 
 
 # how add() treats a status: not on a node, pipelined, on the node, on the node and releasing
@@ -40,16 +51,15 @@ def _scatter_add(target: IntArray, rows: IntArray, values: IntArray) -> None:
 class NodeArrays:
     """Allocatable, idle, used, releasing and pipelined per node, plus kube's non-zero cpu/memory requests."""
 
-    def __init__(self, columns: Sequence[str], allocatable: Sequence[Mapping[str, int]]) -> None:
+    def __init__(self, columns: Sequence[str], allocatable: Sequence[Mapping[str, int]] | IntArray) -> None:
+        """``allocatable``: per node, its allocatable resources, or already the ``[nodes, columns]`` matrix (copied)."""
         self.columns = list(columns)
         self.col = {c: j for j, c in enumerate(self.columns)}
-        n, k = len(allocatable), len(self.columns)
-        self.allocatable = np.zeros((n, k), dtype=np.int64)
-        for i, alloc in enumerate(allocatable):
-            for name, v in alloc.items():
-                j = self.col.get(name)
-                if j is not None:
-                    self.allocatable[i, j] = v
+        if isinstance(allocatable, np.ndarray):
+            self.allocatable = allocatable.astype(np.int64)   # a copy
+        else:
+            self.allocatable = allocation_matrix(self.col, allocatable)
+        n, k = self.allocatable.shape
         self.idle = self.allocatable.copy()
         self.used = np.zeros((n, k), dtype=np.int64)
         self.releasing = np.zeros((n, k), dtype=np.int64)

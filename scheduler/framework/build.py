@@ -14,7 +14,7 @@ from common.objects import NodeView, PodGroupView
 from common.resources import Resources
 
 from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
-from .arrays import NodeArrays, resource_columns
+from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, job_priority
 from .template import TaskTemplate
@@ -64,6 +64,22 @@ def _total_allocatable(memo: SessionMemo, snap: Snapshot) -> Resources:
     return memo.for_objects("total-allocatable", snap.nodes, snap.total_allocatable)
 
 
+def _allocatable(memo: SessionMemo, snap: Snapshot, columns: Sequence[str]) -> IntArray:
+    """The nodes' allocatable matrix on ``columns``, reused while the snapshot holds the very same node objects in
+    the same order and the columns are the same (read-only: NodeArrays copies it)."""
+    key = tuple(columns)
+    hit = memo.value("session.allocatable")
+    nodes = snap.nodes
+    if (hit is not None and hit[0] == key and len(hit[1]) == len(nodes)
+            and all(a is b for a, b in zip(hit[1], nodes, strict=True))):
+        matrix: IntArray = hit[2]
+        return matrix
+    matrix = allocation_matrix({c: j for j, c in enumerate(columns)}, [n.allocatable for n in nodes])
+    matrix.flags.writeable = False
+    memo.set_value("session.allocatable", (key, tuple(nodes), matrix))
+    return matrix
+
+
 def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_name: str) -> SessionState:
     """The session's tasks, jobs, nodes and queues for ``snap``; with ``renewing``, the previous session's task,
     job and node objects are made anew in place (only the session holding the memo's claim may ask for that)."""
@@ -84,7 +100,7 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
         vectors.clear()
         memo.set_value("session.columns", columns)
         found = [None] * len(pods)
-    arrays = NodeArrays(columns, [n.allocatable for n in snap.nodes])
+    arrays = NodeArrays(columns, _allocatable(memo, snap, columns))
     nodes = _node_infos(snap.nodes, arrays, memo, renewing)
     node_by_name = {n.name: n for n in nodes}
     queues = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
@@ -105,6 +121,8 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     # job_priority(None, pod, snap) for groups of one, from the template's copy of its inputs
     classes = snap.priority_classes
     default_priority = snap.global_default_priority()
+    # the tasks of jobs made before their tasks (PodGroups), added to them at once after the loop
+    grouped: dict[str, list[TaskInfo]] = {}
     for pod, e in zip(pods, found, strict=True):
         if e is None:
             e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, vectors)))
@@ -131,7 +149,10 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
                     e.job = job
                 jobs[jid] = job
             elif job is not None:
-                job.add_task(task)
+                members = grouped.get(jid)
+                if members is None:
+                    members = grouped[jid] = []
+                members.append(task)
             if job is not None:
                 tasks[task.uid] = task
             else:
@@ -144,6 +165,8 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
                 packed.append(t.packed)
                 statuses.append(task.status)
     arrays.add_many(rows, packed, statuses)
+    for jid, members in grouped.items():
+        jobs[jid].add_tasks(members)
     for job in list(jobs.values()):
         if job.queue not in queues:
             missing_queue[job.uid] = job.queue

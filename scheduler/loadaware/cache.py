@@ -7,7 +7,7 @@ pods in one session does not pile onto the node whose (stale) metric looks idles
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -190,15 +190,52 @@ class NodeLoad:
 class MetricLoad:
     """What :func:`node_load` reads from one NodeMetric, in the args' resource order (Python ints: the vectors are
     a few entries long); it depends on the metric and the arguments only, so a NodeMetric that did not change
-    need not be read again."""
+    need not be read again.  The aggregated usages are read when first asked for (:meth:`aggregate`): most
+    configurations filter and score on the plain usage and never ask."""
 
     node_usage: tuple[int, ...] | None          # None without status.nodeMetric
-    aggregated: Mapping[tuple[str, float], tuple[int, ...]]
     pod_usage: Mapping[str, tuple[int, ...]]   # namespace/name -> usage, for the pods reported with a usage
     prod_reported: frozenset[str]
     base_prod_usage: tuple[int, ...]           # the system usage when prodUsageIncludeSys, else zeros
     update: float | None
     interval: float
+    source: Mapping[float, Mapping[str, Resources]] = field(repr=False)   # the metric's aggregated usages
+    names: tuple[str, ...] = field(repr=False)
+    _aggregated: dict[tuple[str, float], tuple[int, ...] | None] = field(default_factory=dict, repr=False,
+                                                                         compare=False)
+
+    def aggregate(self, kind: str, duration: float) -> tuple[int, ...] | None:
+        """The ``kind`` usage aggregated over ``duration`` seconds; duration 0 is the longest duration reported
+        for that kind; None when the metric has none."""
+        key = (kind, duration)
+        cached = self._aggregated
+        if key in cached:
+            return cached[key]
+        found: Resources | None = None
+        if duration == 0:
+            longest = -1.0
+            for d, per in self.source.items():
+                res = per.get(kind)
+                if res is not None and d >= longest:
+                    longest, found = d, res
+        else:
+            found = (self.source.get(duration) or {}).get(kind)
+        value = None if found is None else _ints(found, self.names)
+        cached[key] = value
+        return value
+
+    @property
+    def aggregated(self) -> dict[tuple[str, float], tuple[int, ...]]:
+        """Every aggregated usage by (kind, duration), plus (kind, 0.0) for the longest duration of each kind."""
+        out: dict[tuple[str, float], tuple[int, ...]] = {}
+        for duration, per in self.source.items():
+            for kind in per:
+                out[(kind, duration)] = _ints(per[kind], self.names)
+        for kind in {kind for per in self.source.values() for kind in per}:
+            got = self.aggregate(kind, 0.0)
+            if got is not None:
+                out[(kind, 0.0)] = got
+        return out
 
 
 def _ints(res: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
@@ -208,27 +245,29 @@ def _ints(res: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
 
 def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     names = args.resource_names
+    zeros = (0,) * len(names)
     has_status = bool((metric.raw.get("status") or {}).get("nodeMetric"))
     node_usage = _ints(metric.node_usage, names) if has_status else None
-    aggregated: dict[tuple[str, float], tuple[int, ...]] = {}
-    longest: dict[str, float] = {}
-    for duration, per in metric.aggregated.items():
-        for kind, res in per.items():
-            aggregated[(kind, duration)] = _ints(res, names)
-            if duration >= longest.get(kind, -1.0):
-                longest[kind] = duration
-    for kind, duration in longest.items():
-        aggregated[(kind, 0.0)] = aggregated[(kind, duration)]
-    reported = {f"{p.namespace}/{p.name}": p for p in metric.pods if p.usage}
-    pod_usage = {key: _ints(p.usage, names) for key, p in reported.items()}
+    # the pods reported with a usage, by namespace/name (a later entry of the same pod replaces an earlier one)
+    pod_usage: dict[str, tuple[int, ...]] = {}
+    prod_reported: set[str] = set()
     prod_value = PriorityClass.PROD.value
-    prod_reported = frozenset([key for key, p in reported.items() if p.priority == prod_value])
-    base = tuple(0 for _ in names)
+    for p in metric.pods:
+        usage = p.usage.as_dict()
+        if not usage:
+            continue
+        key = f"{p.namespace}/{p.name}"
+        pod_usage[key] = tuple(map(usage.get, names, zeros))
+        if p.priority == prod_value:
+            prod_reported.add(key)
+        else:
+            prod_reported.discard(key)
+    base = zeros
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
         base = _ints(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
-    return MetricLoad(node_usage, aggregated, pod_usage, prod_reported, base, metric.update_time,
-                      float(metric.report_interval_seconds or 60))
+    return MetricLoad(node_usage, pod_usage, frozenset(prod_reported), base, metric.update_time,
+                      float(metric.report_interval_seconds or 60), metric.aggregated, tuple(names))
 
 
 def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -238,18 +277,20 @@ def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int]
     prod_delta = [0] * k
     node_estimated = [0] * k
     update, interval = m.update, m.interval
+    pod_usage, prod_reported = m.pod_usage, m.prod_reported
+    cols = range(k)
     for p in pods:
-        u = m.pod_usage.get(p.key)
-        active = p.is_prod and p.key in m.prod_reported
+        u = pod_usage.get(p.key)
+        active = p.is_prod and p.key in prod_reported
         if active and u is not None:
-            for j in range(k):
+            for j in cols:
                 prod_usage[j] += u[j]
-        if not p.has_estimate:
-            continue
         e = p.estimate
+        if not any(e):
+            continue
         estimate_it = (u is None or update is None or p.timestamp > update - interval
                        or (p.deadline is not None and p.deadline > update))
-        for j in range(k):
+        for j in cols:
             if estimate_it:
                 node_delta[j] += max(0, e[j] - (0 if u is None else u[j]))
             node_estimated[j] += e[j]
@@ -257,7 +298,7 @@ def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int]
             if not active and u is not None:
                 u, estimate_it = None, True
             if estimate_it:
-                for j in range(k):
+                for j in cols:
                     prod_delta[j] += max(0, e[j] - (0 if u is None else u[j]))
     return prod_usage, node_delta, prod_delta, node_estimated
 
@@ -286,7 +327,7 @@ def load_rows(m: MetricLoad, pods: Iterable[AssignedPod], k: int, plain: tuple[s
 
     def existing(agg_type: str, agg_duration: float) -> Sequence[int]:
         if agg_type:
-            base = m.aggregated.get((agg_type, agg_duration))
+            base = m.aggregate(agg_type, agg_duration)
             if base is None and agg_duration == 0:
                 base = m.node_usage
             if base is not None:
