@@ -49,6 +49,11 @@ def _time(raw: Any, field_name: str) -> float | None:
         return parse_rfc3339(text, field=field_name)  # raises again, naming the field
 
 
+def _text(raw: Any) -> str:
+    """``str(raw)``, without the call for what already is a ``str``."""
+    return raw if type(raw) is str else str(raw)
+
+
 def _duration(raw: Any, field_name: str) -> float:
     if type(raw) is str:
         try:
@@ -75,7 +80,7 @@ def _cached_durations(texts: tuple[str, ...]) -> tuple[float, ...]:
 # Every NodeMetric carries the same few durations, and many objects share a timestamp: parse each text once.
 _cached_time = lru_cache(maxsize=4096)(parse_rfc3339)
 _cached_duration = lru_cache(maxsize=256)(parse_duration)
-_DEFAULT_DURATIONS = ["5m", "10m", "30m"]
+_DEFAULT_DURATION_SECONDS = (300.0, 600.0, 1800.0)  # "5m", "10m", "30m": Koordinator's default durations
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,7 +267,6 @@ class NodeMetricView:
     def parse(cls, obj: Mapping[str, Any]) -> NodeMetricView:
         meta = _meta(obj)
         name = str(meta.get("name", ""))
-        where = f"NodeMetric {name}"
         spec = obj.get("spec") or {}
         policy = spec.get("metricCollectPolicy") or {}
         status = obj.get("status") or {}
@@ -270,46 +274,50 @@ class NodeMetricView:
         raw_usage = (nm.get("nodeUsage") or {}).get("resources")
         node_usage = Resources.parse_texts(raw_usage)
         if node_usage is None:
-            node_usage = Resources.parse(raw_usage, field=f"{where}: nodeUsage")
+            node_usage = Resources.parse(raw_usage, field=f"NodeMetric {name}: nodeUsage")
         aggregated: dict[float, dict[str, Resources]] = {}
         for i, entry in enumerate(nm.get("aggregatedNodeUsages") or []):
-            d = _duration(entry.get("duration", "0"), f"{where}: aggregatedNodeUsages[{i}].duration")
+            where = f"NodeMetric {name}: aggregatedNodeUsages[{i}]"
+            d = _duration(entry.get("duration", "0"), f"{where}.duration")
             per: dict[str, Resources] = {}
             for agg, rmap in (entry.get("usage") or {}).items():
-                res = Resources.parse((rmap or {}).get("resources"), field=f"{where}: aggregatedNodeUsages[{i}].{agg}")
+                res = Resources.parse((rmap or {}).get("resources"), field=f"{where}.{agg}")
                 if res:
                     per[str(agg)] = res
             aggregated[d] = per
         pods = []
+        parse_texts = Resources.parse_texts
         for i, pm in enumerate(status.get("podsMetric") or []):
             raw_usage = (pm.get("podUsage") or {}).get("resources")
-            usage = Resources.parse_texts(raw_usage)
+            usage = parse_texts(raw_usage)
             if usage is None:
-                usage = Resources.parse(raw_usage, field=f"{where}: podsMetric[{i}]")
+                usage = Resources.parse(raw_usage, field=f"NodeMetric {name}: podsMetric[{i}]")
             pods.append(
                 PodMetricView(
-                    namespace=str(pm.get("namespace", "")),
-                    name=str(pm.get("name", "")),
-                    usage=usage,
-                    priority=str(pm.get("priority", "") or ""),
-                    qos=str(pm.get("qos", "") or ""),
+                    _text(pm.get("namespace", "")),
+                    _text(pm.get("name", "")),
+                    usage,
+                    _text(pm.get("priority", "") or ""),
+                    _text(pm.get("qos", "") or ""),
                 )
             )
-        durations = _durations(
-            (policy.get("nodeAggregatePolicy") or {}).get("durations") or _DEFAULT_DURATIONS,
-            f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy.durations",
+        raw_durations = (policy.get("nodeAggregatePolicy") or {}).get("durations")
+        durations = (
+            _durations(raw_durations, f"NodeMetric {name}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
+            if raw_durations
+            else _DEFAULT_DURATION_SECONDS
         )
         return cls(
-            name=name,
-            update_time=_time(status.get("updateTime"), f"{where}: status.updateTime"),
-            node_usage=node_usage,
-            aggregated=aggregated,
-            pods=tuple(pods),
-            aggregate_duration_seconds=int(policy.get("aggregateDurationSeconds", 300) or 300),
-            report_interval_seconds=int(policy.get("reportIntervalSeconds", 60) or 60),
-            durations=durations,
-            node_memory_collect_policy=str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
-            raw=obj,
+            name,
+            _time(status.get("updateTime"), f"NodeMetric {name}: status.updateTime"),
+            node_usage,
+            aggregated,
+            tuple(pods),
+            int(policy.get("aggregateDurationSeconds", 300) or 300),
+            int(policy.get("reportIntervalSeconds", 60) or 60),
+            durations,
+            str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
+            obj,
         )
 
 

@@ -121,16 +121,25 @@ class Resources(Mapping[str, int]):
         if type(raw) is not dict:
             return None
         d: dict[str, int] = {}
-        try:
-            for k, v in raw.items():
-                if type(k) is not str or type(v) is not str:
+        for k, v in raw.items():
+            if type(k) is not str or type(v) is not str:
+                return None
+            if v.isdigit() and v.isascii():
+                # A plain integer (most measured byte counts, each seen once): what the memoised parsers compute
+                # for it (millis for cpu, the one milli resource), without a memo entry that would only push
+                # useful ones out.
+                n = int(v) * 1000 if k == CPU else int(v)
+            else:
+                try:
+                    n = (_TEXT_PARSERS.get(k) or _text_parser(k))(v)
+                except QuantityError:
                     return None
-                n = (_TEXT_PARSERS.get(k) or _text_parser(k))(v)
-                if n:
-                    d[k] = n
-        except QuantityError:
-            return None
-        return cls._trusted(d)
+            if n:
+                d[k] = n
+        out = cls.__new__(cls)
+        out._d = d
+        out._hash = None
+        return out
 
     @classmethod
     def _trusted(cls, d: dict[str, int]) -> Resources:

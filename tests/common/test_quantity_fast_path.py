@@ -117,3 +117,24 @@ def test_resource_list_errors_name_the_entry() -> None:
     assert Resources.parse_texts(MappingProxyType({"cpu": "1"})) is None
     assert Resources.parse({"cpu": "0", "memory": "2Ki"}) == Resources(memory=2048)
     assert list(Resources.parse({"memory": "1", "cpu": "250m"})) == ["memory", "cpu"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"cpu": "2", "memory": "0012", "pods": "110", "nvidia.com/gpu": "0"},
+        {"cpu": "007", "batch-cpu": "500", "memory": "17179869184"},
+        {"memory": "1" * 40},
+    ],
+)
+def test_plain_integer_texts_equal_the_general_path(raw: dict[str, str]) -> None:
+    """Plain ASCII integers skip the memo in ``parse_texts``: the same values, cpu in millis."""
+    fast = Resources.parse_texts(raw)
+    general = Resources.parse(MappingProxyType(raw), field="r")
+    assert fast == general and fast is not None and list(fast) == list(general)
+
+
+def test_non_ascii_digits_are_not_plain_integers() -> None:
+    assert Resources.parse_texts({"memory": "\u0661\u0662"}) is None  # Arabic-Indic digits: not a quantity
+    with pytest.raises(ValueError, match=r"r\.memory"):
+        Resources.parse({"memory": "\u0661\u0662"}, field="r")
