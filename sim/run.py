@@ -417,9 +417,10 @@ class Simulation:
             running, cpu, mem, node_cpu, node_mem = self._usage(t)
             per_node: list[list[tuple[str, float, float]]] = [[] for _ in range(n_nodes)]
             pods_on: list[list[tuple[_Pod, float, float]]] = [[] for _ in range(n_nodes)]
-            for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
-                per_node[p.node].append((p.uid, c, m))
-                pods_on[p.node].append((p, c, m))
+            if self.agents is not None:  # the per-node views only node agents read
+                for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
+                    per_node[p.node].append((p.uid, c, m))
+                    pods_on[p.node].append((p, c, m))
             c2 = clock()
             agents = self.agents
             if agents is not None:
