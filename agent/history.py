@@ -14,6 +14,8 @@ Signatures (stable; the simulator uses them)::
     h.window(series, start: float, end: float) -> (times, values)   # inclusive, oldest first, copies
     h.values_view(series, start, end) -> values                  # the same values, borrowed (no copy)
     h.ring(series) -> Ring | None                                # .view(): borrowed, no copy
+    h.ring_for(series) -> Ring                                   # created if missing, for direct appends
+    h.generation                                                 # changes when rings are removed or replaced
     h.last(series) -> (t, value) | None
     h.span(series, start, end) -> float                         # last - first time inside the window
     h.drop(series) / h.prune(older_than: float) -> list[str]     # forget pods that went away
@@ -205,6 +207,7 @@ class History:
         self._retention = float(retention_seconds)
         self._capacity = capacity_for(retention_seconds, interval_seconds)
         self._rings: dict[str, Ring] = {}
+        self._generation = 0
 
     @property
     def capacity(self) -> int:
@@ -221,6 +224,13 @@ class History:
     @property
     def nbytes(self) -> int:
         return sum(r.nbytes for r in self._rings.values())
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever a ring leaves the history or is replaced (:meth:`drop`, :meth:`prune`,
+        :meth:`set_retention`): a writer that keeps rings from :meth:`ring_for` holds this history's rings for
+        as long as the generation is the one it got them in."""
+        return self._generation
 
     def __contains__(self, series: object) -> bool:
         return series in self._rings
@@ -239,6 +249,7 @@ class History:
             return
         self._capacity = capacity
         self._rings = {k: r.resized(capacity) for k, r in self._rings.items()}
+        self._generation += 1
 
     def append(self, series: str, t: float, value: float) -> bool:
         """Record one sample; a sample older than the series' last one is ignored (returns False)."""
@@ -263,6 +274,14 @@ class History:
     def ring(self, series: str) -> Ring | None:
         """The ring of ``series``, for readers that take borrowed views (:meth:`Ring.view`)."""
         return self._rings.get(series)
+
+    def ring_for(self, series: str) -> Ring:
+        """The ring of ``series``, created empty if there is none, for a writer that appends to it directly
+        (``ring_for(s).append(t, v)`` is ``extend(t, [(s, v)])``); see :attr:`generation`."""
+        ring = self._rings.get(series)
+        if ring is None:
+            ring = self._rings[series] = Ring(self._capacity)
+        return ring
 
     def window(self, series: str, start: float, end: float) -> tuple[FloatArray, FloatArray]:
         """Samples with ``start <= t <= end``, oldest first (copies); empty arrays for an unknown series."""
@@ -297,11 +316,14 @@ class History:
         return len(ring) if ring is not None else 0
 
     def drop(self, series: str) -> None:
-        self._rings.pop(series, None)
+        if self._rings.pop(series, None) is not None:
+            self._generation += 1
 
     def prune(self, older_than: float) -> list[str]:
         """Forget every series whose newest sample is older than ``older_than``; returns their names."""
         gone = [k for k, r in self._rings.items() if not len(r) or r.last_time < older_than]
         for k in gone:
             del self._rings[k]
+        if gone:
+            self._generation += 1
         return gone

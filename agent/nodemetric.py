@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, means, summaries
-from agent.history import FloatArray, History
+from agent.history import FloatArray, History, Ring
 from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
@@ -232,6 +232,12 @@ class UsageStore:
         self.pods = History(float(policy.window_seconds), interval_seconds)
         self._last_prune = -math.inf
         self._pod_names: dict[str, tuple[str, str]] = {}
+        # The rings the common ticks append to, each kept while its history's generation stays the same: a
+        # pod's (cpu, memory) rings once both exist, and the node's (cpu, system cpu, memory, system memory).
+        self._pod_rings: dict[str, tuple[Ring, Ring]] = {}
+        self._pod_rings_generation = self.pods.generation
+        self._node_rings: tuple[Ring, Ring, Ring, Ring] | None = None
+        self._node_rings_generation = self.node.generation
 
     def set_policy(self, policy: MetricCollectPolicy) -> None:
         if policy == self.policy:
@@ -271,19 +277,31 @@ class UsageStore:
 
     def _record_pods(self, t: float, pods: Iterable[tuple[str, float | None, float | None]]) -> tuple[float, float]:
         """Append every pod's samples; returns the summed pod cpu and memory (for system usage)."""
-        names = self._pod_names
-        samples: list[tuple[str, float]] = []
+        t = float(t)
+        history = self.pods
+        if history.generation != self._pod_rings_generation:
+            self._pod_rings.clear()
+            self._pod_rings_generation = history.generation
+        rings = self._pod_rings
         pod_cpu = 0.0
         pod_mem = 0.0
         for uid, cpu, mem in pods:
-            cpu_series, memory_series = names.get(uid) or self.pod_series_names(uid)
-            if cpu is not None:
-                samples.append((cpu_series, cpu))
-                pod_cpu += cpu
-            if mem is not None:
-                samples.append((memory_series, mem))
-                pod_mem += mem
-        self.pods.extend(t, samples)
+            pair = rings.get(uid)
+            if pair is None or cpu is None or mem is None:
+                cpu_series, memory_series = self.pod_series_names(uid)
+                if cpu is not None:
+                    history.ring_for(cpu_series).append(t, cpu)
+                    pod_cpu += cpu
+                if mem is not None:
+                    history.ring_for(memory_series).append(t, mem)
+                    pod_mem += mem
+                if pair is None and cpu_series in history and memory_series in history:
+                    rings[uid] = (history.ring_for(cpu_series), history.ring_for(memory_series))
+                continue
+            pair[0].append(t, cpu)
+            pair[1].append(t, mem)
+            pod_cpu += cpu
+            pod_mem += mem
         return pod_cpu, pod_mem
 
     def _record_node(
@@ -295,25 +313,44 @@ class UsageStore:
         pod_cpu: float,
         pod_mem: float,
     ) -> None:
-        samples: list[tuple[str, float]] = []
-        if node_cpu is not None:
+        history = self.node
+        if node_cpu is not None and node_memory is not None and node_memory_with_cache is None:
+            # The usual tick: the four series below, in the order the general path appends (and creates) them.
+            rings = self._node_rings
+            if rings is None or self._node_rings_generation != history.generation:
+                ring_for = history.ring_for
+                rings = self._node_rings = (
+                    ring_for(NODE_CPU), ring_for(SYSTEM_CPU), ring_for(NODE_MEMORY), ring_for(SYSTEM_MEMORY)
+                )
+                self._node_rings_generation = history.generation
+            t = float(t)
             system = node_cpu - pod_cpu
-            samples += ((NODE_CPU, node_cpu), (SYSTEM_CPU, system if system > 0.0 else 0.0))  # max(0.0, system)
-        if node_memory is not None:
-            samples.append((NODE_MEMORY, node_memory))
-        if node_memory_with_cache is not None:
-            samples.append((NODE_MEMORY_WITH_PAGE_CACHE, node_memory_with_cache))
-        node_mem = node_memory
-        if node_memory_with_cache is not None and self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE:
-            node_mem = node_memory_with_cache
-        if node_mem is not None:
-            system = node_mem - pod_mem
-            samples.append((SYSTEM_MEMORY, system if system > 0.0 else 0.0))  # max(0.0, system)
-        self.node.extend(t, samples)
+            rings[0].append(t, node_cpu)
+            rings[1].append(t, system if system > 0.0 else 0.0)  # max(0.0, system)
+            rings[2].append(t, node_memory)
+            system = node_memory - pod_mem
+            rings[3].append(t, system if system > 0.0 else 0.0)
+        else:
+            samples: list[tuple[str, float]] = []
+            if node_cpu is not None:
+                system = node_cpu - pod_cpu
+                samples += ((NODE_CPU, node_cpu), (SYSTEM_CPU, system if system > 0.0 else 0.0))
+            if node_memory is not None:
+                samples.append((NODE_MEMORY, node_memory))
+            if node_memory_with_cache is not None:
+                samples.append((NODE_MEMORY_WITH_PAGE_CACHE, node_memory_with_cache))
+            node_mem = node_memory
+            if node_memory_with_cache is not None and self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE:
+                node_mem = node_memory_with_cache
+            if node_mem is not None:
+                system = node_mem - pod_mem
+                samples.append((SYSTEM_MEMORY, system if system > 0.0 else 0.0))
+            history.extend(t, samples)
         # Pods that went away: their series age out once older than the window (checked once per window).
         if t - self._last_prune >= self.pods.retention_seconds:
             self.pods.prune(t - self.pods.retention_seconds)
             self._pod_names.clear()
+            self._pod_rings.clear()
             self._last_prune = t
 
     def node_memory_series(self) -> str:

@@ -22,6 +22,8 @@ from agent.aggregate import AGGREGATIONS, aggregate, means, summaries, window_av
 from agent.history import History, Ring
 from agent.nodemetric import (
     NODE_CPU,
+    NODE_MEMORY,
+    NODE_MEMORY_WITH_PAGE_CACHE,
     SYSTEM_CPU,
     SYSTEM_MEMORY,
     USAGE_WITH_PAGE_CACHE,
@@ -262,3 +264,82 @@ def test_record_usage_is_record_of_the_same_sample(ticks: list[Any], memory_poli
         assert list(ha.series()) == list(hb.series())
         for s in ha.series():
             assert [x.tolist() for x in ha.window(s, -1e18, 1e18)] == [x.tolist() for x in hb.window(s, -1e18, 1e18)]
+
+
+class ReferenceStore:
+    """What ``UsageStore.record`` is defined to do, one ``History.append`` per sample, in the documented order."""
+
+    def __init__(self, policy: MetricCollectPolicy, interval: float) -> None:
+        self.policy = policy
+        self.node = History(policy.node_retention_seconds, interval)
+        self.pods = History(float(policy.window_seconds), interval)
+        self.last_prune = -math.inf
+
+    def record(self, t: float, cpu: float | None, mem: float | None, mem_cache: float | None,
+               pods: list[tuple[str, float | None, float | None]]) -> None:
+        pod_cpu = pod_mem = 0.0
+        for uid, c, m in pods:
+            if c is not None:
+                self.pods.append(pod_series(uid, "cpu"), t, c)
+                pod_cpu += c
+            if m is not None:
+                self.pods.append(pod_series(uid, "memory"), t, m)
+                pod_mem += m
+        if cpu is not None:
+            self.node.append(NODE_CPU, t, cpu)
+            self.node.append(SYSTEM_CPU, t, max(0.0, cpu - pod_cpu))
+        if mem is not None:
+            self.node.append(NODE_MEMORY, t, mem)
+        if mem_cache is not None:
+            self.node.append(NODE_MEMORY_WITH_PAGE_CACHE, t, mem_cache)
+        node_mem = mem_cache if mem_cache is not None and self.policy.node_memory_collect_policy == USAGE_WITH_PAGE_CACHE else mem
+        if node_mem is not None:
+            self.node.append(SYSTEM_MEMORY, t, max(0.0, node_mem - pod_mem))
+        if t - self.last_prune >= self.pods.retention_seconds:
+            self.pods.prune(t - self.pods.retention_seconds)
+            self.last_prune = t
+
+
+_MAYBE = st.one_of(st.none(), st.floats(0, 8))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), st.floats(0, 64)), st.one_of(st.none(), st.floats(0, 2.0**38)),
+                          st.one_of(st.none(), st.floats(0, 2.0**38)),
+                          st.lists(st.tuples(st.sampled_from("abcd"), _MAYBE, _MAYBE), max_size=4,
+                                   unique_by=lambda p: p[0]),
+                          st.sampled_from(["", "", "", "drop", "retention", "prune"])), max_size=40),
+       st.sampled_from([USAGE_WITHOUT_PAGE_CACHE, USAGE_WITH_PAGE_CACHE]))
+def test_recording_appends_what_one_append_per_sample_would(ticks: list[Any], memory_policy: str) -> None:
+    """The kept rings of the common ticks never outlive their series: drops, prunes and resizes in between
+    (from outside the store too) leave the store's histories equal to the per-sample definition."""
+    policy = MetricCollectPolicy(aggregate_duration_seconds=60, node_memory_collect_policy=memory_policy)
+    longer = MetricCollectPolicy(aggregate_duration_seconds=120, node_memory_collect_policy=memory_policy,
+                                 durations=(60.0, 240.0))
+    store, ref = UsageStore(policy, 10.0), ReferenceStore(policy, 10.0)
+    for k, (cpu, mem, mem_cache, pods, disturb) in enumerate(ticks):
+        t = 1000.0 + 10 * k
+        if mem_cache is None and cpu is not None and mem is not None:
+            store.record_usage(t, cpu, mem, [(u, c, m) for u, c, m in pods if c is not None and m is not None])
+            pods = [(u, c, m) for u, c, m in pods if c is not None and m is not None]
+        else:
+            store.record(t, UsageSample(cpu, mem, mem_cache, pods={u: PodUsage(c, m) for u, c, m in pods}))
+        ref.record(t, cpu, mem, mem_cache, pods)
+        if disturb == "drop" and pods:
+            for h in (store.pods, ref.pods):
+                h.drop(pod_series(pods[0][0], "cpu"))
+            for h in (store.node, ref.node):
+                h.drop(SYSTEM_CPU)
+        elif disturb == "retention":
+            policy, longer = longer, policy
+            store.set_policy(policy)
+            ref.policy = policy
+            ref.node.set_retention(policy.node_retention_seconds)
+            ref.pods.set_retention(float(policy.window_seconds))
+        elif disturb == "prune":
+            for h in (store.pods, ref.pods):
+                h.prune(t)
+    for got, want in ((store.node, ref.node), (store.pods, ref.pods)):
+        assert list(got.series()) == list(want.series())
+        for s in want.series():
+            assert [x.tolist() for x in got.window(s, -1e18, 1e18)] == [x.tolist() for x in want.window(s, -1e18, 1e18)]
