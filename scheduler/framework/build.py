@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -70,8 +71,7 @@ def _allocatable(memo: SessionMemo, snap: Snapshot, columns: Sequence[str]) -> I
     key = tuple(columns)
     hit = memo.value("session.allocatable")
     nodes = snap.nodes
-    if (hit is not None and hit[0] == key and len(hit[1]) == len(nodes)
-            and all(a is b for a, b in zip(hit[1], nodes, strict=True))):
+    if hit is not None and hit[0] == key and len(hit[1]) == len(nodes) and all(map(is_, hit[1], nodes)):
         matrix: IntArray = hit[2]
         return matrix
     matrix = allocation_matrix({c: j for j, c in enumerate(columns)}, [n.allocatable for n in nodes])
@@ -89,7 +89,7 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
         names.update(n.allocatable)
     pod_table = memo.table("session.pod")
     pods = snap.pods
-    found: list[_PodEntry | None] = [pod_table.get(p) for p in pods]
+    found: list[_PodEntry | None] = list(map(pod_table.get, pods))
     for p, e in zip(pods, found, strict=True):
         names.update(p.requests if e is None else e.template.names)
     columns = resource_columns(names)

@@ -13,6 +13,7 @@ memo never holds more than two sessions' worth of objects.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from operator import is_
 from typing import Any, Generic, TypeVar
 
 __all__ = ["IdentityMemo", "SessionMemo"]
@@ -99,8 +100,7 @@ class SessionMemo:
         """``compute()``, reused while ``objects`` are the very same objects, in the same order (e.g. a value
         derived from every node view of the session).  Only the latest value per key is kept."""
         hit = self._values.get(key)
-        if (hit is not None and len(hit[0]) == len(objects)
-                and all(a is b for a, b in zip(hit[0], objects, strict=True))):
+        if hit is not None and len(hit[0]) == len(objects) and all(map(is_, hit[0], objects)):
             value: V = hit[1]
             return value
         value = compute()

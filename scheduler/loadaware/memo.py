@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, TypeVar
 
 import numpy as np
@@ -55,7 +56,8 @@ class _RowsEntry:
 
 
 def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    """The very same objects, in the same order."""
+    return len(a) == len(b) and all(map(is_, a, b))
 
 
 class LoadAwareMemo:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,8 @@ WATERLINE_PERCENT_KEY = "waterline_percent"
 # Snapshot.extra key: the WaterlinePolicy objects in force (views or raw dicts)
 WATERLINE_POLICIES_KEY = "waterline_policies"
 IntArray = npt.NDArray[np.int64]
+# statuses of a node's tasks that are not (yet) assigned pods of the node: placed by this session only
+_NOT_ASSIGNED = frozenset({TaskStatus.PIPELINED, TaskStatus.ALLOCATED})
 # waterline metric -> (resource, whether the value is already a percent); usage values are in the agent's units
 # (cpu millicores, memory bytes) and become a percent of the node's capacity
 _WATERLINE_METRICS = {"cpu_total_utilization": (CPU, True), "memory_total_utilization": (MEMORY, True),
@@ -139,8 +142,7 @@ class LoadAware:
         return est
 
     def on_session_open(self, ssn: Session) -> None:
-        by_node = [[t.pod for t in n.tasks.values() if t.status not in (TaskStatus.PIPELINED, TaskStatus.ALLOCATED)]
-                   for n in ssn.nodes]
+        by_node = [[t.pod for t in n.tasks.values() if t.status not in _NOT_ASSIGNED] for n in ssn.nodes]
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
         percent = extra if isinstance(extra, np.ndarray) else None
         self.waterline_sources = []
@@ -152,7 +154,8 @@ class LoadAware:
                 percent, sources = memo.waterlines(
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
-        state = open_state(self.args, views, [p for on in by_node for p in on], ssn.snapshot.node_metrics, ssn.now,
+        # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
+        state = open_state(self.args, views, chain.from_iterable(by_node), ssn.snapshot.node_metrics, ssn.now,
                            percent, memo, by_node)
         self.state = state
 
