@@ -85,9 +85,9 @@ class World:
             self.set_metric(n, 1000 * (i + 1))
         self.set_group("g", 2)
 
-    def set_node(self, name: str, *, taint: bool, batch: bool) -> None:
+    def set_node(self, name: str, *, taint: bool, batch: bool, cpu: str = "8") -> None:
         taints = [{"key": "hot", "value": "1", "effect": "PreferNoSchedule"}] if taint else []
-        self.nodes[name] = NodeView.parse(node(name, cpu="8", memory="16Gi", labels={"pool": "batch"} if batch else {},
+        self.nodes[name] = NodeView.parse(node(name, cpu=cpu, memory="16Gi", labels={"pool": "batch"} if batch else {},
                                                taints=taints))
 
     def set_metric(self, name: str, cpu_m: int, age: float = 20.0) -> None:
@@ -128,8 +128,8 @@ class World:
 
 
 OPS = st.lists(st.tuples(st.sampled_from(["add", "add-group", "add-best-effort", "bind", "delete", "annotate",
-                                          "metric", "stale-metric", "taint", "label", "group", "policy", "queue",
-                                          "tick"]),
+                                          "metric", "stale-metric", "taint", "label", "resize", "group", "policy",
+                                          "queue", "tick"]),
                          st.integers(0, 50), st.integers(0, 7000)), min_size=1, max_size=4)
 
 
@@ -157,10 +157,16 @@ def _apply(world: World, op: str, i: int, v: int) -> None:
         world.set_metric(node_name, v, age=400.0)
     elif op == "taint":
         view = world.nodes[node_name]
-        world.set_node(node_name, taint=not view.taints, batch=view.labels.get("pool") == "batch")
+        world.set_node(node_name, taint=not view.taints, batch=view.labels.get("pool") == "batch",
+                       cpu=str(view.allocatable.get("cpu", 0) // 1000))
     elif op == "label":
         view = world.nodes[node_name]
-        world.set_node(node_name, taint=bool(view.taints), batch=view.labels.get("pool") != "batch")
+        world.set_node(node_name, taint=bool(view.taints), batch=view.labels.get("pool") != "batch",
+                       cpu=str(view.allocatable.get("cpu", 0) // 1000))
+    elif op == "resize":   # a node's allocatable changes (the session's allocatable matrix must follow)
+        view = world.nodes[node_name]
+        world.set_node(node_name, taint=bool(view.taints), batch=view.labels.get("pool") == "batch",
+                       cpu=str(2 + v % 12))
     elif op == "group":
         world.set_group("g", 1 + v % 3)
     elif op == "policy":
