@@ -20,10 +20,12 @@ Signatures (stable; the simulator uses them)::
         # duration -> series -> {"avg", "p50", "p90", "p95", "p99"}; a cold window maps to {}
     SeriesWindows(history, series, now, starts)     # .window(i) .count(i) .span(i) for window [starts[i], now]
     summaries(windows) -> [(avg, p50, p90, p95, p99) | None]; means(windows) -> [float | None]
+    row_means(values, counts) -> [float | None]     # means of windows laid end to end in one array("d")
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -41,6 +43,7 @@ __all__ = [
     "SeriesWindows",
     "summaries",
     "means",
+    "row_means",
     "window_stats",
     "window_average",
     "is_warm",
@@ -104,6 +107,49 @@ def means(windows: Sequence[FloatArray]) -> list[float | None]:
             out[group[0]] = float(_sum(windows[group[0]])) / n
             continue
         sums = _sum(np.array([windows[k] for k in group]), axis=1).tolist()
+        for k, total in zip(group, sums, strict=True):
+            out[k] = total / n
+    return out
+
+
+def row_means(values: array[float], counts: Sequence[int]) -> list[float | None]:
+    """:func:`means` of the windows laid end to end in ``values``: window ``i`` is the next ``counts[i]`` values.
+
+    The same NumPy sums as :func:`means` on the same layouts (one row alone, or the rows of one length stacked
+    into a C-contiguous matrix), so the same results; when every window has the same length, the buffer already
+    is that matrix and nothing is copied.
+    """
+    out: list[float | None] = [None] * len(counts)
+    if not values:
+        return out
+    flat: FloatArray = np.frombuffer(values, dtype=np.float64)
+    n = counts[0]
+    if n and counts.count(n) == len(counts):  # the usual report: every window of one length (the loop's result)
+        if len(counts) == 1:
+            return [float(_sum(flat)) / n]
+        return [total / n for total in _sum(flat.reshape(len(counts), n), axis=1).tolist()]
+    groups: dict[int, list[int]] = {}
+    offsets: list[int] = []
+    offset = 0
+    for k, n in enumerate(counts):
+        offsets.append(offset)
+        offset += n
+        if n:
+            group = groups.get(n)
+            if group is None:
+                groups[n] = [k]
+            else:
+                group.append(k)
+    for n, group in groups.items():
+        if len(group) == 1:
+            start = offsets[group[0]]
+            out[group[0]] = float(_sum(flat[start : start + n])) / n
+            continue
+        if len(group) * n == flat.size:  # every window: the buffer is the matrix
+            rows = flat.reshape(len(group), n)
+        else:
+            rows = np.array([flat[offsets[k] : offsets[k] + n] for k in group])
+        sums = _sum(rows, axis=1).tolist()
         for k, total in zip(group, sums, strict=True):
             out[k] = total / n
     return out

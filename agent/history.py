@@ -13,6 +13,8 @@ Signatures (stable; the simulator uses them)::
     h.extend(t, [(series, value), ...])                          # append several series at one time
     h.window(series, start: float, end: float) -> (times, values)   # inclusive, oldest first, copies
     h.values_view(series, start, end) -> values                  # the same values, borrowed (no copy)
+    ring.extend_values_between(start, end, out: array) -> count  # the same values, appended to ``out``
+    gather_windows(rings, start, end, out) -> [count]            # that, for many rings (None: no samples)
     h.ring(series) -> Ring | None                                # .view(): borrowed, no copy
     h.ring_for(series) -> Ring                                   # created if missing, for direct appends
     h.generation                                                 # changes when rings are removed or replaced
@@ -36,7 +38,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["History", "Ring", "capacity_for"]
+__all__ = ["History", "Ring", "capacity_for", "gather_windows"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -174,6 +176,24 @@ class Ring:
             lo, hi = self._bounds(start, end)
         return self._v[lo:hi] if hi > lo else _EMPTY
 
+    def extend_values_between(self, start: float, end: float, out: array[float]) -> int:
+        """Append the values of :meth:`values_between` to ``out`` (an ``array("d")``, a copy); returns how many.
+
+        For a reader that gathers many windows into one buffer: no NumPy view per window.
+        """
+        last = self._end
+        start, end = float(start), float(end)
+        if self._bisectable and start == start and end == end:  # as in values_between
+            first = last - self._count
+            lo = bisect_left(self._times, start, first, last)
+            hi = last if self._last_t <= end else bisect_right(self._times, end, first, last)
+        else:
+            lo, hi = self._bounds(start, end)
+        if hi <= lo:
+            return 0
+        out += self._values[lo:hi]
+        return hi - lo
+
     def ordered(self) -> tuple[FloatArray, FloatArray]:
         """All samples, oldest first (copies)."""
         times, values = self.view()
@@ -197,6 +217,35 @@ class Ring:
         out._count = keep
         out._end = keep
         return out
+
+
+def gather_windows(rings: Iterable[Ring | None], start: float, end: float, out: array[float]) -> list[int]:
+    """``[ring.extend_values_between(start, end, out) for ring in rings]``, 0 for a ``None`` ring, in one call.
+
+    The windows of a report all share their bounds: they are converted and checked once, and the common case of
+    :meth:`Ring.extend_values_between` runs inline for each ring.
+    """
+    start, end = float(start), float(end)
+    if not (start == start and end == end):  # a NaN bound: each ring's own general path
+        return [0 if ring is None else ring.extend_values_between(start, end, out) for ring in rings]
+    counts: list[int] = []
+    for ring in rings:
+        if ring is None:
+            counts.append(0)
+            continue
+        last = ring._end
+        if ring._bisectable:
+            first = last - ring._count
+            lo = bisect_left(ring._times, start, first, last)
+            hi = last if ring._last_t <= end else bisect_right(ring._times, end, first, last)
+        else:
+            lo, hi = ring._bounds(start, end)
+        if hi > lo:
+            out += ring._values[lo:hi]
+            counts.append(hi - lo)
+        else:
+            counts.append(0)
+    return counts
 
 
 class History:

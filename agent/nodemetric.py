@@ -20,14 +20,16 @@ truncated (``int(cores * 1000)``), memory as a byte quantity truncated, as koord
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
-from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, means, summaries
-from agent.history import FloatArray, History, Ring
+from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, row_means, summaries
+from agent.history import FloatArray, History, Ring, gather_windows
 from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
@@ -279,10 +281,7 @@ class UsageStore:
         """Append every pod's samples; returns the summed pod cpu and memory (for system usage)."""
         t = float(t)
         history = self.pods
-        if history.generation != self._pod_rings_generation:
-            self._pod_rings.clear()
-            self._pod_rings_generation = history.generation
-        rings = self._pod_rings
+        rings = self._kept_pod_rings()
         pod_cpu = 0.0
         pod_mem = 0.0
         for uid, cpu, mem in pods:
@@ -304,6 +303,17 @@ class UsageStore:
             pod_mem += mem
         return pod_cpu, pod_mem
 
+    def _kept_pod_rings(self) -> dict[str, tuple[Ring, Ring]]:
+        """The kept (cpu, memory) rings by pod UID; emptied first if the pod history's rings changed since."""
+        if self.pods.generation != self._pod_rings_generation:
+            self._pod_rings.clear()
+            self._pod_rings_generation = self.pods.generation
+        return self._pod_rings
+
+    def _kept_node_rings(self) -> tuple[Ring, Ring, Ring, Ring] | None:
+        """The kept (cpu, system cpu, memory, system memory) rings of the node, if they are still the history's."""
+        return self._node_rings if self._node_rings_generation == self.node.generation else None
+
     def _record_node(
         self,
         t: float,
@@ -316,8 +326,8 @@ class UsageStore:
         history = self.node
         if node_cpu is not None and node_memory is not None and node_memory_with_cache is None:
             # The usual tick: the four series below, in the order the general path appends (and creates) them.
-            rings = self._node_rings
-            if rings is None or self._node_rings_generation != history.generation:
+            rings = self._kept_node_rings()
+            if rings is None:
                 ring_for = history.ring_for
                 rings = self._node_rings = (
                     ring_for(NODE_CPU), ring_for(SYSTEM_CPU), ring_for(NODE_MEMORY), ring_for(SYSTEM_MEMORY)
@@ -376,6 +386,7 @@ def resource_map(cpu_cores: float | None, memory_bytes: float | None) -> dict[st
     return {"resources": resources}
 
 
+_POD_ORDER = attrgetter("namespace", "name")  # podsMetric is sorted by namespace, then name
 _duration_text = lru_cache(maxsize=64)(format_duration)
 _time_text = lru_cache(maxsize=64)(to_rfc3339)  # called with whole seconds: the text only has seconds
 
@@ -419,25 +430,32 @@ def build_nodemetric_status(
 ) -> dict[str, Any]:
     """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3).
 
-    Every mean over the averaging window (node, system and each pod's cpu and memory) is read from the ring
-    buffers without copying and summed in one batch (:func:`agent.aggregate.means`).
+    Every window over the averaging window (node, system and each pod's cpu and memory) is copied from its ring
+    into one buffer, and the means are summed from it in one batch (:func:`agent.aggregate.row_means`).
     """
-    w = float(policy.window_seconds)
-    start = now - w
+    start = now - float(policy.window_seconds)
     node_memory = store.node_memory_series()
-    node_view = store.node.values_view
-    pod_view = store.pods.values_view
-    metas = sorted(pods, key=lambda p: (p.namespace, p.name))
-    windows = [
-        node_view(NODE_CPU, start, now),
-        node_view(node_memory, start, now),
-        node_view(SYSTEM_CPU, start, now),
-        node_view(SYSTEM_MEMORY, start, now),
-    ]
+    metas = sorted(pods, key=_POD_ORDER)
+    # The rings the store keeps for its writes when it has them, else looked up by series name (the same rings).
+    node_rings = store._kept_node_rings() if node_memory == NODE_MEMORY else None
+    rings: list[Ring | None]
+    if node_rings is not None:
+        node_cpu, system_cpu, node_mem, system_mem = node_rings
+        rings = [node_cpu, node_mem, system_cpu, system_mem]
+    else:
+        node_ring = store.node.ring
+        rings = [node_ring(NODE_CPU), node_ring(node_memory), node_ring(SYSTEM_CPU), node_ring(SYSTEM_MEMORY)]
+    kept = store._kept_pod_rings()
+    pod_ring = store.pods.ring
     for meta in metas:
-        cpu_series, memory_series = store.pod_series_names(meta.uid)
-        windows += (pod_view(cpu_series, start, now), pod_view(memory_series, start, now))
-    averages = means(windows)
+        pair = kept.get(meta.uid)
+        if pair is None:
+            cpu_series, memory_series = store.pod_series_names(meta.uid)
+            rings += (pod_ring(cpu_series), pod_ring(memory_series))
+        else:
+            rings += pair
+    values: array[float] = array("d")
+    averages = row_means(values, gather_windows(rings, start, now, values))
     aggregated, aggregated_system = _aggregated(
         store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY)
     )

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.aggregate import AGGREGATIONS, aggregate, means, summaries, window_average, window_stats
-from agent.history import History, Ring
+from agent.aggregate import AGGREGATIONS, aggregate, means, row_means, summaries, window_average, window_stats
+from agent.history import History, Ring, gather_windows
 from agent.nodemetric import (
     NODE_CPU,
     NODE_MEMORY,
@@ -144,6 +145,33 @@ def test_batched_means_and_summaries_equal_each_window_alone(windows: list[np.nd
             continue
         assert m == float(w.copy().mean())
         assert s is not None and dict(zip(AGGREGATIONS, s, strict=True)) == aggregate_values(w.copy())
+
+
+@settings(max_examples=300)
+@given(st.lists(WINDOW, max_size=8))
+def test_row_means_of_windows_end_to_end_equal_means(windows: list[np.ndarray]) -> None:
+    values = array("d")
+    for w in windows:
+        values.extend(w.tolist())
+    got = row_means(values, [w.size for w in windows])
+    assert got == means(windows)
+    assert got == [float(w.copy().mean()) if w.size else None for w in windows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.lists(st.floats(0, 200), max_size=120).map(sorted),
+       st.floats(-10, 210), st.floats(-10, 210))
+def test_ring_extend_values_between_appends_values_between(capacity: int, times: list[float], a: float, b: float) -> None:
+    ring = Ring(capacity)
+    for k, t in enumerate(times):
+        ring.append(t, float(k))
+    out = array("d", [-1.0])
+    n = ring.extend_values_between(a, b, out)
+    assert out.tolist() == [-1.0, *ring.values_between(a, b).tolist()] and n == len(out) - 1
+    gathered = array("d")
+    counts = gather_windows([ring, None, ring], a, b, gathered)
+    assert counts == [n, 0, n] and gathered.tolist() == out.tolist()[1:] * 2
+    assert gather_windows([ring], math.nan, b, gathered) == [ring.extend_values_between(math.nan, b, array("d"))]
 
 
 # -- the status -------------------------------------------------------------------------------------------------
