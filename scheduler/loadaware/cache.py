@@ -323,6 +323,14 @@ def load_rows(m: MetricLoad, pods: Iterable[AssignedPod], k: int, plain: tuple[s
     duration the node's profile filters on, or ``("", 0.0)``), for prod pods and for the score (the args'
     aggregation), one after the other — what :func:`existing_load` gives on :func:`node_load`, a missing one as
     zeros, in Python ints."""
+    if k == 2:
+        return m.node_usage is not None, _load_rows2(m, pods, plain, score)
+    return m.node_usage is not None, _load_rows_any(m, pods, k, plain, score)
+
+
+def _load_rows_any(m: MetricLoad, pods: Iterable[AssignedPod], k: int, plain: tuple[str, float],
+                   score: tuple[str, float]) -> list[int]:
+    """:func:`load_rows`' values for any number of resources."""
     prod_usage, node_delta, prod_delta, node_estimated = _sums(m, pods, k)
 
     def existing(agg_type: str, agg_duration: float) -> Sequence[int]:
@@ -340,7 +348,70 @@ def load_rows(m: MetricLoad, pods: Iterable[AssignedPod], k: int, plain: tuple[s
     out = list(existing(*plain))
     out.extend(a + b for a, b in zip(prod_usage, prod_delta, strict=True))
     out.extend(existing(*score))
-    return m.node_usage is not None, out
+    return out
+
+
+def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, float],
+                score: tuple[str, float]) -> list[int]:
+    """:func:`load_rows`' values for two resources, the sums of :func:`_sums` kept in locals (the common case:
+    cpu and memory; this runs for every node whose NodeMetric or pods changed, every session)."""
+    pu0, pu1 = m.base_prod_usage
+    nd0 = nd1 = pd0 = pd1 = ne0 = ne1 = 0
+    update = m.update
+    recent = update - m.interval if update is not None else 0.0
+    pod_usage, prod_reported = m.pod_usage, m.prod_reported
+    for p in pods:
+        key = p.key
+        u = pod_usage.get(key)
+        is_prod = p.is_prod
+        active = is_prod and key in prod_reported
+        if active and u is not None:
+            pu0 += u[0]
+            pu1 += u[1]
+        e0, e1 = p.estimate
+        if not (e0 or e1):
+            continue
+        estimate_it = (u is None or update is None or p.timestamp > recent
+                       or (p.deadline is not None and p.deadline > update))
+        if estimate_it:
+            if u is None:
+                nd0 += e0 if e0 > 0 else 0
+                nd1 += e1 if e1 > 0 else 0
+            else:
+                d0, d1 = e0 - u[0], e1 - u[1]
+                nd0 += d0 if d0 > 0 else 0
+                nd1 += d1 if d1 > 0 else 0
+        ne0 += e0
+        ne1 += e1
+        if is_prod:
+            if not active and u is not None:
+                u, estimate_it = None, True
+            if estimate_it:
+                if u is None:
+                    pd0 += e0 if e0 > 0 else 0
+                    pd1 += e1 if e1 > 0 else 0
+                else:
+                    d0, d1 = e0 - u[0], e1 - u[1]
+                    pd0 += d0 if d0 > 0 else 0
+                    pd1 += d1 if d1 > 0 else 0
+    usage = m.node_usage
+    out: list[int] = []
+    for agg_type, agg_duration in (plain, score):
+        if agg_type:
+            base = m.aggregate(agg_type, agg_duration)
+            if base is None and agg_duration == 0:
+                base = usage
+            if base is not None:
+                out += (base[0] + nd0, base[1] + nd1)
+            else:
+                out += (ne0, ne1)
+        elif usage is None:
+            out += (0, 0)
+        else:
+            out += (usage[0] + nd0, usage[1] + nd1)
+        if len(out) == 2:
+            out += (pu0 + pd0, pu1 + pd1)
+    return out
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:

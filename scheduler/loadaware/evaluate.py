@@ -168,7 +168,7 @@ class LoadAwareState:
             return
         self.has_status[at] = [r.has_status for r in rows]
         k = len(self.names)
-        packed = np.concatenate([r.packed for r in rows]).reshape(len(at), 3 * k)
+        packed = np.array([r.values for r in rows], dtype=np.int64).reshape(len(at), 3 * k)
         self.load_filter[at] = packed[:, :k]
         self.load_prod[at] = packed[:, k:2 * k]
         self.load_score[at] = packed[:, 2 * k:]
@@ -183,9 +183,9 @@ class LoadAwareState:
             self._static.clear()
         self.has_status[i] = rows.has_status
         k = len(self.names)
-        self.load_filter[i] = rows.packed[:k]
-        self.load_prod[i] = rows.packed[k:2 * k]
-        self.load_score[i] = rows.packed[2 * k:]
+        self.load_filter[i] = rows.values[:k]
+        self.load_prod[i] = rows.values[k:2 * k]
+        self.load_score[i] = rows.values[2 * k:]
 
     def reserve(self, entry: AssignedPod) -> None:
         self.cache.add(entry)

@@ -35,16 +35,15 @@ _KEY = "loadaware"
 @dataclass(frozen=True, slots=True)
 class NodeRows:
     """A node's existing load as the filter and the score read it (zero rows where there is none): the filter's,
-    the prod filter's and the score's rows one after the other, read-only."""
+    the prod filter's and the score's rows one after the other, in Python ints (the session stacks every node's
+    values into its matrices at once)."""
 
     has_status: bool
-    packed: IntArray
+    values: tuple[int, ...]
 
     @classmethod
     def from_values(cls, has_status: bool, values: Sequence[int]) -> NodeRows:
-        packed = np.array(values, dtype=np.int64)
-        packed.flags.writeable = False
-        return cls(has_status, packed)
+        return cls(has_status, tuple(values))
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from scheduler.loadaware.cache import (
     AssignedPod,
     AssignedPodCache,
     NodeEntries,
+    _load_rows2,
+    _load_rows_any,
     existing_load,
     load_rows,
     metric_load,
@@ -46,15 +48,15 @@ def _pods(draw: list[tuple[int, bool, int, int, bool]]) -> tuple[list[AssignedPo
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3000), st.booleans(), st.integers(0, 300), st.integers(0, 3000),
                           st.booleans()), max_size=6),
-       st.booleans(), st.booleans(), st.booleans(),
+       st.booleans(), st.booleans(), st.booleans(), st.booleans(),
        st.sampled_from([("", 0.0), ("avg", 300.0), ("p95", 0.0), ("avg", 600.0), ("p99", 0.0)]),
        st.sampled_from([("", 0.0), ("avg", 0.0), ("p95", 300.0), ("p50", 0.0)]))
 def test_load_rows_equal_node_load_then_existing_load(draw: list[tuple[int, bool, int, int, bool]], status: bool,
-                                                       aggregated: bool, include_sys: bool,
+                                                       aggregated: bool, include_sys: bool, updated: bool,
                                                        plain: tuple[str, float], score: tuple[str, float]) -> None:
     args = parse_loadaware_args({"prodUsageIncludeSys": include_sys})
     pods, reported = _pods(draw)
-    m = metric("n", cpu_milli=2000, memory=5 * GI, update=1000.0, pods=reported, status=status,
+    m = metric("n", cpu_milli=2000, memory=5 * GI, update=1000.0 if updated else None, pods=reported, status=status,
                aggregated=AGGREGATED if aggregated else None)
     load = node_load(m, pods, args)
     k = len(args.resource_names)
@@ -66,6 +68,9 @@ def test_load_rows_equal_node_load_then_existing_load(draw: list[tuple[int, bool
         expect.extend([0] * k if got is None else got.tolist())
     assert has == (load.node_usage is not None)
     assert rows == expect
+    # the two-resource fast path equals the path for any number of resources
+    assert _load_rows2(metric_load(m, args), pods, plain, score) == _load_rows_any(metric_load(m, args), pods, k,
+                                                                                     plain, score)
 
 
 def _entry(key: str, node: str) -> AssignedPod:
