@@ -252,12 +252,15 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     pod_usage: dict[str, tuple[int, ...]] = {}
     prod_reported: set[str] = set()
     prod_value = PriorityClass.PROD.value
+    two = len(names) == 2
+    n0, n1 = names if two else ("", "")
     for p in metric.pods:
-        usage = p.usage.as_dict()
+        usage = p.usage
         if not usage:
             continue
         key = f"{p.namespace}/{p.name}"
-        pod_usage[key] = tuple(map(usage.get, names, zeros))
+        # a Resources reads 0 for a name it lacks
+        pod_usage[key] = (usage[n0], usage[n1]) if two else tuple([usage[n] for n in names])
         if p.priority == prod_value:
             prod_reported.add(key)
         else:

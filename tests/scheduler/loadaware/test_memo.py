@@ -116,3 +116,30 @@ def test_freshness_gauges_follow_nodes_that_leave_and_come_back() -> None:
     assert val("age_seconds", "a") is None and val("expired", "a") == 1.0
     f.update(["a"], {"a": metric("a", update=1035.0)}, 1040.0, 180)
     assert val("age_seconds", "a") == 5.0 and val("expired", "a") == 0.0
+
+
+def _reference_read(m: Any, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """What metric_load read from a NodeMetric before its one-pass loop: the reported pods (a later entry of the same
+    pod replacing an earlier one), their usage in the args' order, and which of them are prod."""
+    reported = {f"{p.namespace}/{p.name}": p for p in m.pods if p.usage}
+    return ({key: tuple(p.usage.get(n, 0) for n in names) for key, p in reported.items()},
+            frozenset(key for key, p in reported.items() if p.priority == "koord-prod"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["koord-prod", "koord-batch", ""]),
+                          st.dictionaries(st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), st.integers(0, 4000),
+                                          max_size=3)), max_size=6),
+       st.booleans())
+def test_metric_read_equals_the_reported_pods(draw: list[tuple[int, str, dict[str, int]]], gpu: bool) -> None:
+    reported = [{"namespace": "default", "name": f"p{i}", "priority": prio,
+                 "podUsage": {"resources": {k: (f"{v}m" if k == "cpu" else str(v)) for k, v in usage.items()}}}
+                for i, prio, usage in draw]
+    m = metric("n", cpu_milli=2000, memory=5 * GI, pods=reported)
+    args = parse_loadaware_args({"usageThresholds": {"cpu": 65, "memory": 95, "nvidia.com/gpu": 80}} if gpu else {})
+    names = tuple(args.resource_names)
+    assert len(names) == (3 if gpu else 2)
+    got = metric_load(m, args)
+    assert (dict(got.pod_usage), got.prod_reported) == _reference_read(m, names)
+    assert list(got.pod_usage) == list(_reference_read(m, names)[0])
+    assert got.node_usage == tuple(m.node_usage.get(n, 0) for n in names)
