@@ -70,7 +70,9 @@ class LoadAwareMemo:
         self._policies = memo.table("loadaware.policy")
         self._metrics = memo.table("loadaware.metric")
         self._node_allocatable = memo.table("loadaware.allocatable")
-        for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable):
+        self._estimates = memo.table("loadaware.estimate")
+        for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable,
+                  self._estimates):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
         self._node_entries: dict[str, tuple[tuple[PodView, ...], tuple[AssignedPod | None, ...], NodeEntries]] = {}
@@ -103,6 +105,13 @@ class LoadAwareMemo:
         if not uses_now:
             self._assigned.put(pod, (entry,))
         return entry, not uses_now
+
+    def estimate(self, pod: PodView, compute: Callable[[PodView], IntArray]) -> IntArray:
+        """``compute(pod)`` (the pod's estimated usage under these arguments), once per pod object."""
+        hit: IntArray | None = self._estimates.get(pod)
+        if hit is None:
+            hit = self._estimates.put(pod, compute(pod))
+        return hit
 
     def metric(self, metric: NodeMetricView) -> MetricLoad:
         hit: MetricLoad | None = self._metrics.get(metric)

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.config import ConfigError
-from common.objects import NodeView
+from common.objects import NodeView, PodView
 from common.qos import PriorityClass
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
@@ -130,15 +130,23 @@ class LoadAware:
         self.weight = args.score_weight()
         self.state: LoadAwareState | None = None
         self._estimates: dict[str, IntArray] = {}
+        self._memo: LoadAwareMemo | None = None
         self.waterline_sources: list[dict[str, WaterlineSource]] = []
 
     def estimate(self, task: TaskInfo) -> IntArray:
+        """The pod's estimated usage vector (read-only), once per task uid in a session; a pod object an earlier
+        session estimated is not estimated again."""
         est = self._estimates.get(task.uid)
         if est is None:
-            raw = estimate_pod(task.pod, self.args.estimated_scaling_factors,
-                               allow_customize=self.args.allow_customize_estimation)
-            est = estimate_vector(raw, self.args.resource_names)
+            memo = self._memo
+            est = memo.estimate(task.pod, self._estimate) if memo is not None else self._estimate(task.pod)
             self._estimates[task.uid] = est
+        return est
+
+    def _estimate(self, pod: PodView) -> IntArray:
+        raw = estimate_pod(pod, self.args.estimated_scaling_factors, allow_customize=self.args.allow_customize_estimation)
+        est = estimate_vector(raw, self.args.resource_names)
+        est.flags.writeable = False
         return est
 
     def on_session_open(self, ssn: Session) -> None:
@@ -146,7 +154,7 @@ class LoadAware:
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
         percent = extra if isinstance(extra, np.ndarray) else None
         self.waterline_sources = []
-        memo = LoadAwareMemo.of(ssn.memo, self.args)
+        memo = self._memo = LoadAwareMemo.of(ssn.memo, self.args)
         views = ssn.node_views()
         if percent is None and self.args.respect_waterlines:
             policies = _policies(ssn.snapshot.extra.get(WATERLINE_POLICIES_KEY), memo)

@@ -127,8 +127,13 @@ def validate_node_affinity(raw: Any, where: str) -> Mapping[str, Any]:
 
 
 def _signature(pod: PodView) -> str:
-    return json.dumps([sorted(pod.node_selector.items()), pod.affinity.get("nodeAffinity")], sort_keys=True,
-                      default=str)
+    selector, affinity = pod.node_selector, pod.affinity.get("nodeAffinity")
+    if not selector and affinity is None:
+        return _NO_SIGNATURE   # most pods: no nodeSelector, no node affinity
+    return json.dumps([sorted(selector.items()), affinity], sort_keys=True, default=str)
+
+
+_NO_SIGNATURE = json.dumps([[], None])
 
 
 def _normalise(raw: IntArray, mask: BoolArray) -> IntArray:
