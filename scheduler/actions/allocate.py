@@ -86,6 +86,7 @@ class Allocate:
                 break
             node = self._nominated(ssn, task)
             placed = False
+            ev = None
             if node is None:
                 ev = evaluate_nodes(ssn, task, mode="allocate")
                 if not ev.feasible.any():
@@ -101,10 +102,17 @@ class Allocate:
                 if ssn.explain is not None and node is not None:
                     ssn.explain[task.key].node = node.name
             if node is not None:
-                if ssn.arrays.fits(task.vector, ssn.arrays.idle[node.index:node.index + 1])[0]:
+                # nothing changed the node arrays since the evaluation: its resource checks still hold
+                if ev is not None:
+                    fits_idle, fits_future = bool(ev.fits_idle[node.index]), bool(ev.fits_future[node.index])
+                else:
+                    fits_idle = bool(ssn.arrays.fits(task.vector, ssn.arrays.idle[node.index:node.index + 1])[0])
+                    fits_future = fits_idle or bool(ssn.arrays.fits(
+                        task.vector, ssn.arrays.future_idle()[node.index:node.index + 1])[0])
+                if fits_idle:
                     stmt.allocate(task, node)
                     placed = True
-                elif ssn.arrays.fits(task.vector, ssn.arrays.future_idle()[node.index:node.index + 1])[0]:
+                elif fits_future:
                     stmt.pipeline(task, node)
                     placed = True
             if placed and ssn.job_ready(job):

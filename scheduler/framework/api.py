@@ -72,6 +72,10 @@ _READY_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNN
                            TaskStatus.SUCCEEDED})
 _VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 _UNSETTLED_STATUS = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING})
+# per status, the (ready, waiting, pending, valid, unsettled) counts of a job holding one task of that status
+_SINGLE_COUNTS = {s: (int(s in _READY_STATUS), int(s not in _READY_STATUS and s is TaskStatus.PIPELINED),
+                      int(s not in _READY_STATUS and s is TaskStatus.PENDING), int(s in _VALID_STATUS),
+                      int(s in _UNSETTLED_STATUS)) for s in TaskStatus}
 # statuses whose request occupies the node (everything except Pending, Pipelined and the terminal ones)
 _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                       TaskStatus.RELEASING, TaskStatus.UNKNOWN})
@@ -263,9 +267,10 @@ class JobInfo:
         if bucket is None:
             bucket = index[status] = {}
         bucket[task.uid] = task
-        job._ready = job._waiting = job._valid = job._pending_best_effort = job._pending = job._unsettled = 0
+        # the counts _tally(task, status, 1) gives a job without tasks
+        job._ready, job._waiting, job._pending, job._valid, job._unsettled = _SINGLE_COUNTS[status]
+        job._pending_best_effort = 1 if status is TaskStatus.PENDING and task.best_effort else 0
         job._moved = False
-        job._tally(task, status, 1)
         job.allocated = task.resreq if status in ALLOCATED_STATUS else _NO_RESOURCES
         if job.fit_errors:
             job.fit_errors.clear()

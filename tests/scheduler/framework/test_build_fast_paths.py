@@ -123,3 +123,16 @@ def test_aggregated_usage_on_demand_equals_the_full_map(entries: list[tuple[int,
         for duration in (0.0, 60.0, 300.0, 600.0, 1800.0, 900.0):
             assert fresh.aggregate(kind, duration) == expect.get((kind, duration))
             assert fresh.aggregate(kind, duration) == expect.get((kind, duration))   # the kept answer
+
+
+def test_a_renewed_group_of_one_counts_its_task_as_adding_it_does() -> None:
+    for status in TaskStatus:
+        for best_effort in (False, True):
+            task = _task("t", status, {} if best_effort else {"cpu": 5, "pods": 1})
+            task.best_effort = best_effort
+            old = JobInfo.single("x/y", "y", "x", "q", 7, 1.0, _task("o", TaskStatus.RUNNING, {"cpu": 1}))
+            old.update_task_status(next(iter(old.tasks.values())), TaskStatus.RELEASING)
+            renewed = JobInfo.single("ns/j", "j", "ns", "default", 0, 2.0, task, old)
+            made = JobInfo.single("ns/j", "j", "ns", "default", 0, 2.0, task)
+            assert renewed is old
+            assert _fields(renewed) == _fields(made), (status, best_effort)
