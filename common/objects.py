@@ -247,6 +247,24 @@ class PodMetricView:
         return f"{self.namespace}/{self.name}"
 
 
+# PodMetricView's slots, set directly by _pod_metric.
+_set_pod_namespace, _set_pod_name, _set_pod_usage, _set_pod_priority, _set_pod_qos = (
+    PodMetricView.__dict__[name].__set__ for name in ("namespace", "name", "usage", "priority", "qos")
+)
+
+
+def _pod_metric(namespace: str, name: str, usage: Resources, priority: str, qos: str) -> PodMetricView:
+    """``PodMetricView(namespace, name, usage, priority, qos)``: its slots set directly, as the frozen dataclass's
+    ``__init__`` sets them through ``object.__setattr__`` (a NodeMetric carries many pods: about a third cheaper)."""
+    view = object.__new__(PodMetricView)
+    _set_pod_namespace(view, namespace)
+    _set_pod_name(view, name)
+    _set_pod_usage(view, usage)
+    _set_pod_priority(view, priority)
+    _set_pod_qos(view, qos)
+    return view
+
+
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
     """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (specs/koordinator.md §2)."""
@@ -292,15 +310,10 @@ class NodeMetricView:
             usage = parse_texts(raw_usage)
             if usage is None:
                 usage = Resources.parse(raw_usage, field=f"NodeMetric {name}: podsMetric[{i}]")
-            pods.append(
-                PodMetricView(
-                    _text(pm.get("namespace", "")),
-                    _text(pm.get("name", "")),
-                    usage,
-                    _text(pm.get("priority", "") or ""),
-                    _text(pm.get("qos", "") or ""),
-                )
-            )
+            ns, pod, priority, qos = pm.get("namespace", ""), pm.get("name", ""), pm.get("priority", ""), pm.get("qos", "")
+            if not (type(ns) is str and type(pod) is str and type(priority) is str and type(qos) is str):
+                ns, pod, priority, qos = str(ns), str(pod), str(priority or ""), str(qos or "")
+            pods.append(_pod_metric(ns, pod, usage, priority, qos))
         raw_durations = (policy.get("nodeAggregatePolicy") or {}).get("durations")
         durations = (
             _durations(raw_durations, f"NodeMetric {name}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")

@@ -169,10 +169,12 @@ def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:
 
     The result shares the parts of ``target`` that the patch leaves alone and holds copies of the patch's
     values: a patch of plain data is copied in one pickle round trip, anything else value by value.  With
-    ``copy=False`` it holds the patch's own values instead, for a caller that hands the patch over.
+    ``copy=False`` it holds the patch's own values instead, for a caller that hands the patch over: then the
+    patch's dicts themselves may become the result's (and be changed to be so), so the patch must not hold
+    one dict in two places.
     """
     if not copy:
-        return _merge(target, patch, _own)
+        return _merge_handed_over(target, patch)
     pickled = pickle_plain(patch)
     if pickled is None:
         return _merge(target, patch, _copy)
@@ -190,6 +192,27 @@ def _merge(target: Any, patch: Any, copy: Callable[[Any], Any]) -> Any:
         else:
             result[k] = _merge(result.get(k), v, copy)
     return result
+
+
+def _merge_handed_over(target: Any, patch: Any) -> Any:
+    """``_merge(target, patch, _own)`` for a patch nobody else holds: a patch dict whose keys are the target's, in
+    the same order, becomes the result itself (the merge would only copy the target's keys in that order and
+    replace every value), with its dict values merged the same way and its ``None`` values removed."""
+    if type(patch) is not dict or type(target) is not dict or list(target) != list(patch):
+        return _merge(target, patch, _own)
+    dropped = False
+    for k, v in patch.items():
+        kind = type(v)
+        if v is None:
+            dropped = True
+        elif kind is dict:
+            patch[k] = _merge_handed_over(target[k], v)
+        elif kind not in _LEAVES:
+            patch[k] = _merge(target[k], v, _own)
+    if dropped:
+        for k in [k for k, v in patch.items() if v is None]:
+            del patch[k]
+    return patch
 
 
 # Types a merge patch replaces as a whole (the common ones, spared the Mapping check).

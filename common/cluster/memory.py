@@ -92,6 +92,8 @@ class MemoryCluster:
         self._last_rv = 0
         self._history: deque[tuple[int, str, _Recorded]] = deque(maxlen=_HISTORY)
         self._subs: list[_Sub] = []
+        self._subs_by_kind: dict[str, list[_Sub]] = {}  # the same subscriptions, in the same order, by kind
+        self._waiting = 0  # watch iterators waiting on the condition for new events
         self.events: list[EventRecord] = []
         self.bindings: list[tuple[str, str]] = []  # (ns/name, node), in order
         self.evictions: list[str] = []  # accepted, in order
@@ -119,9 +121,13 @@ class MemoryCluster:
         rv = int(obj["metadata"]["resourceVersion"])
         copies = copies or _Copies(obj)
         self._history.append((rv, kind, _Recorded(type_, copies)))
-        self._cond.notify_all()
-        for sub in list(self._subs):
-            if sub.kind == kind and sub.active and self._matches(obj, sub.namespace, sub.field_selector):
+        if self._waiting:
+            self._cond.notify_all()
+        subs = self._subs_by_kind.get(kind)
+        if not subs:
+            return
+        for sub in list(subs):  # a copy: a handler may stop an informer
+            if sub.active and self._matches(obj, sub.namespace, sub.field_selector):
                 sub.handler(WatchEvent(type_, copies.copy()))
 
     @staticmethod
@@ -186,7 +192,11 @@ class MemoryCluster:
                     remaining = None if deadline is None else deadline - self.clock.monotonic()
                     if remaining is not None and remaining <= 0:
                         return
-                    self._cond.wait(timeout=0.05 if remaining is None else min(remaining, 0.05))
+                    self._waiting += 1
+                    try:
+                        self._cond.wait(timeout=0.05 if remaining is None else min(remaining, 0.05))
+                    finally:
+                        self._waiting -= 1
                     continue
             for rv, ev in batch:
                 last = rv
@@ -427,12 +437,14 @@ class MemoryCluster:
             for obj in self.list(inf.sub.kind, namespace=inf.sub.namespace, field_selector=inf.sub.field_selector).items:
                 inf.sub.handler(WatchEvent("ADDED", obj))
             self._subs.append(inf.sub)
+            self._subs_by_kind.setdefault(inf.sub.kind, []).append(inf.sub)
             inf.synced = True
 
     def _remove_sub(self, sub: _Sub) -> None:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
+                self._subs_by_kind[sub.kind].remove(sub)
 
 
 class _Copies:

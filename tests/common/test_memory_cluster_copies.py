@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from common.clock import FakeClock
 from common.cluster import WatchEvent, merge_patch, pickle_plain
@@ -147,3 +149,37 @@ def test_merge_patch_follows_rfc_7386_with_or_without_a_copy(target: Any, patch:
         before = copy.deepcopy((target, patch))
         assert merge_patch(target, copy.deepcopy(patch) if not copy_in else patch, copy=copy_in) == want
         assert (target, patch) == before
+
+
+_KEYS = st.sampled_from(["a", "b", "c"])
+_LEAF = st.one_of(st.none(), st.integers(-3, 3), st.text("xy", max_size=2), st.lists(st.integers(0, 2), max_size=2))
+_JSON = st.recursive(_LEAF, lambda inner: st.dictionaries(_KEYS, inner, max_size=3), max_leaves=12)
+
+
+@st.composite
+def _reshaped(draw: st.DrawFn, target: Any) -> Any:
+    """A patch with the target's keys in the target's order (what a writer sends every report), values redrawn."""
+    if not isinstance(target, dict) or draw(st.integers(0, 5)) == 0:
+        return draw(_JSON)
+    return {k: draw(_reshaped(v)) for k, v in target.items()}
+
+
+def _ordered(v: Any) -> Any:
+    """The value with every dict's key order made visible."""
+    if isinstance(v, dict):
+        return [(k, _ordered(x)) for k, x in v.items()]
+    if isinstance(v, list):
+        return [_ordered(x) for x in v]
+    return v
+
+
+@settings(max_examples=400)
+@given(st.data())
+def test_a_handed_over_patch_merges_to_what_a_copied_one_does(data: st.DataObject) -> None:
+    target = data.draw(_JSON)
+    patch = data.draw(st.one_of(_JSON, _reshaped(target)))
+    before = copy.deepcopy(target)
+    want = merge_patch(target, patch)
+    got = merge_patch(target, copy.deepcopy(patch), copy=False)
+    assert _ordered(got) == _ordered(want)
+    assert _ordered(target) == _ordered(before)

@@ -1,12 +1,13 @@
 """Views, selectors, durations, resource vectors and config loading."""
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from common.config import ConfigError, load_document, load_objects
 from common.duration import format_duration, parse_duration
-from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, QueueView
+from common.objects import NodeMetricView, NodeView, PodGroupView, PodMetricView, PodView, QueueView, _pod_metric
 from common.qos import PriorityClass, QoSClass
 from common.resources import Resources
 from common.selectors import LabelSelector, SelectorError, match_field_selector, parse_selector_string
@@ -143,3 +144,12 @@ def test_load_objects_forms(tmp_path: Path) -> None:
     broken.write_text("a: [1, 2\n")
     with pytest.raises(ConfigError, match="broken.yaml: invalid YAML/JSON at line"):
         load_document(broken)
+
+
+def test_pod_metric_views_built_slot_by_slot_equal_the_dataclass() -> None:
+    usage = Resources({"cpu": 250, "memory": 1 << 20})
+    fast = _pod_metric("ns", "p", usage, "koord-prod", "LS")
+    assert fast == PodMetricView("ns", "p", usage, "koord-prod", "LS") and fast.key == "ns/p"
+    assert [f.name for f in fields(PodMetricView)] == ["namespace", "name", "usage", "priority", "qos"]
+    with pytest.raises(AttributeError):
+        fast.name = "q"  # type: ignore[misc]
