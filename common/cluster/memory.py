@@ -90,7 +90,8 @@ class MemoryCluster:
         self._objects: dict[str, dict[_Key, dict[str, Any]]] = {}
         self._rv = itertools.count(1)
         self._last_rv = 0
-        self._history: deque[tuple[int, str, _Recorded]] = deque(maxlen=_HISTORY)
+        # (resourceVersion, kind, event type, the version as _Copies.version): no object of its own per event
+        self._history: deque[tuple[int, str, str, bytes | dict[str, Any]]] = deque(maxlen=_HISTORY)
         self._subs: list[_Sub] = []
         self._subs_by_kind: dict[str, list[_Sub]] = {}  # the same subscriptions, in the same order, by kind
         self._waiting = 0  # watch iterators waiting on the condition for new events
@@ -120,7 +121,7 @@ class MemoryCluster:
         """
         rv = int(obj["metadata"]["resourceVersion"])
         copies = copies or _Copies(obj)
-        self._history.append((rv, kind, _Recorded(type_, copies)))
+        self._history.append((rv, kind, type_, copies.version))
         if self._waiting:
             self._cond.notify_all()
         subs = self._subs_by_kind.get(kind)
@@ -181,9 +182,9 @@ class MemoryCluster:
             with self._lock:
                 batch = [
                     (rv, ev)
-                    for rv, k, rec in self._history
+                    for rv, k, type_, version in self._history
                     if rv > last and k == kind
-                    for ev in (rec.event(),)
+                    for ev in (WatchEvent(type_, _copy_of(version)),)
                     if self._matches(ev.object, namespace, field_selector)
                 ]
                 if not batch:
@@ -454,28 +455,22 @@ class _Copies:
     what it was) and copied by :func:`_tree_copy`.
     """
 
-    __slots__ = ("_obj", "_pickled")
+    __slots__ = ("version",)
 
     def __init__(self, obj: dict[str, Any]) -> None:
-        self._pickled = pickle_plain(obj)
-        self._obj = obj if self._pickled is None else None
+        pickled = pickle_plain(obj)
+        # What every copy is made from, and what the watch history keeps: the pickle, or the object itself.
+        self.version: bytes | dict[str, Any] = obj if pickled is None else pickled
 
     def copy(self) -> dict[str, Any]:
-        if self._pickled is None:
-            assert self._obj is not None
-            return _tree_copy(self._obj)
-        return cast(dict[str, Any], pickle.loads(self._pickled))
+        return _copy_of(self.version)
 
 
-@dataclass(frozen=True, slots=True)
-class _Recorded:
-    """A watch event in the history: its type and the object's version."""
-
-    type: str
-    copies: _Copies
-
-    def event(self) -> WatchEvent:
-        return WatchEvent(self.type, self.copies.copy())
+def _copy_of(version: bytes | dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a version kept by :class:`_Copies` (stored objects are dicts, so bytes are a pickle)."""
+    if type(version) is bytes:
+        return cast(dict[str, Any], pickle.loads(version))
+    return _tree_copy(cast(dict[str, Any], version))
 
 
 def _copy_in(v: _T) -> _T:
