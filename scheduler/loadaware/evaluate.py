@@ -45,6 +45,10 @@ class NodeThresholds:
     used_percent: Mapping[str, int]
 
 
+# what the filter takes from the node state for prod or non-prod pods (LoadAwareState._static_masks)
+_Static = tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray, bool, bool]
+
+
 @dataclass(frozen=True, slots=True)
 class LoadFilter:
     mask: BoolArray  # True = passes
@@ -127,7 +131,7 @@ class LoadAwareState:
         self.load_filter = np.zeros((n, k), dtype=np.int64)
         self.load_prod = np.zeros((n, k), dtype=np.int64)
         self.load_score = np.zeros((n, k), dtype=np.int64)
-        self._static: dict[bool, tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray]] = {}
+        self._static: dict[bool, _Static] = {}
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
         self._memo = memo
@@ -213,8 +217,9 @@ class LoadAwareState:
         out: IntArray = np.where(self._alloc_pos, whole + (pct - whole >= 0.5), 0.0).astype(np.int64)
         return out
 
-    def _static_masks(self, is_prod: bool) -> tuple[BoolArray, IntArray, BoolArray, IntArray, BoolArray, BoolArray]:
-        """Everything of the filter that depends on the pod only through ``is_prod`` (cached per session)."""
+    def _static_masks(self, is_prod: bool) -> _Static:
+        """Everything of the filter that depends on the pod only through ``is_prod`` (cached per session), and
+        whether any node takes the prod thresholds and any node has a waterline cap to check."""
         got = self._static.get(is_prod)
         if got is None:
             prod_pod = self.prod_enabled & is_prod
@@ -229,32 +234,34 @@ class LoadAwareState:
             checked = considered & ~expired & self.has_status
             thr_on = (thr > 0) & self._alloc_pos & checked[:, None]
             cap_on = (caps > 0) & self._alloc_pos & checked[:, None]
-            got = self._static[is_prod] = (prod_pod, thr, checked, code, thr_on, cap_on)
+            got = self._static[is_prod] = (prod_pod, thr, checked, code, thr_on, cap_on, bool(prod_pod.any()),
+                                           bool(cap_on.any()))
         return got
 
     def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool) -> LoadFilter:
         n = len(self.node_names)
-        ok = np.ones(n, dtype=np.bool_)
-        failed = np.full(n, -1, dtype=np.int64)
-        code = np.zeros(n, dtype=np.int64)
         if is_daemonset or n == 0:
-            return LoadFilter(ok, failed, code, np.zeros(n, dtype=np.bool_))
-        prod_pod, thr, _checked, code, thr_on, cap_on = self._static_masks(is_prod)
-        if prod_pod.any():
+            return LoadFilter(np.ones(n, dtype=np.bool_), np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                              np.zeros(n, dtype=np.bool_))
+        prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
+        if prod_any:
             load = np.where(prod_pod[:, None], self.load_prod, self.load_filter)
         else:
             load = self.load_filter
         pct = self.used_percent(load, estimate)
         over_thr = thr_on & (pct > thr)
         any_thr = over_thr.any(axis=1)
-        if cap_on.any():
+        if cap_any:
             over_cap = cap_on & (pct > self.waterline_cap)
             any_cap = over_cap.any(axis=1) & ~any_thr
+            failing = bool(any_thr.any()) or bool(any_cap.any())
         else:
+            failing = bool(any_thr.any())
+        if not failing:
+            return LoadFilter(code == 0, np.full(n, -1, dtype=np.int64), code.copy(), prod_pod)
+        if not cap_any:
             over_cap = np.zeros_like(over_thr)
             any_cap = np.zeros(n, dtype=np.bool_)
-        if not any_thr.any() and not any_cap.any():
-            return LoadFilter(code == 0, failed, code.copy(), prod_pod)
         failed = np.where(any_thr, np.argmax(over_thr, axis=1), np.where(any_cap, np.argmax(over_cap, axis=1), -1))
         code = np.where(any_thr, 2, np.where(any_cap, 3, code))
         return LoadFilter(code == 0, failed.astype(np.int64), code.astype(np.int64), prod_pod)
