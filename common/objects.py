@@ -49,11 +49,6 @@ def _time(raw: Any, field_name: str) -> float | None:
         return parse_rfc3339(text, field=field_name)  # raises again, naming the field
 
 
-def _text(raw: Any) -> str:
-    """``str(raw)``, without the call for what already is a ``str``."""
-    return raw if type(raw) is str else str(raw)
-
-
 def _duration(raw: Any, field_name: str) -> float:
     if type(raw) is str:
         try:
@@ -80,7 +75,7 @@ def _cached_durations(texts: tuple[str, ...]) -> tuple[float, ...]:
 # Every NodeMetric carries the same few durations, and many objects share a timestamp: parse each text once.
 _cached_time = lru_cache(maxsize=4096)(parse_rfc3339)
 _cached_duration = lru_cache(maxsize=256)(parse_duration)
-_DEFAULT_DURATION_SECONDS = (300.0, 600.0, 1800.0)  # "5m", "10m", "30m": Koordinator's default durations
+_DEFAULT_DURATION_SECONDS = tuple(parse_duration(d) for d in ("5m", "10m", "30m"))  # Koordinator's default durations
 
 
 @dataclass(frozen=True, slots=True)
