@@ -430,8 +430,8 @@ def build_nodemetric_status(
 ) -> dict[str, Any]:
     """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3).
 
-    Every window over the averaging window (node, system and each pod's cpu and memory) is copied from its ring
-    into one buffer, and the means are summed from it in one batch (:func:`agent.aggregate.row_means`).
+    The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
+    rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).
     """
     start = now - float(policy.window_seconds)
     node_memory = store.node_memory_series()
