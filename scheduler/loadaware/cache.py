@@ -231,7 +231,7 @@ class MetricLoad:
         for duration, per in self.source.items():
             for kind in per:
                 out[(kind, duration)] = _ints(per[kind], self.names)
-        for kind in {kind for per in self.source.values() for kind in per}:
+        for kind in dict.fromkeys(kind for per in self.source.values() for kind in per):   # first-seen order
             got = self.aggregate(kind, 0.0)
             if got is not None:
                 out[(kind, 0.0)] = got
