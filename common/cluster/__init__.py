@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -257,11 +258,25 @@ def pickle_plain(value: Any) -> bytes | None:
     as with a recursive copy, and a cyclic value is refused (``None``).  Without the memo, plain API data also
     pickles and unpickles faster.
     """
-    buf = io.BytesIO()
-    pickler = _PlainPickler(buf, pickle.HIGHEST_PROTOCOL)
-    pickler.fast = True
+    # One pickler and buffer per thread, reused (setting them up cost as much as pickling an object): taken out
+    # while in use, and not put back after a dump that stopped half-way.
+    state: tuple[io.BytesIO, _PlainPickler] | None = getattr(_PICKLER, "state", None)
+    _PICKLER.state = None
+    if state is None:
+        buf = io.BytesIO()
+        pickler = _PlainPickler(buf, pickle.HIGHEST_PROTOCOL)
+        pickler.fast = True
+        state = (buf, pickler)
+    buf, pickler = state
+    buf.seek(0)
+    buf.truncate()
     try:
         pickler.dump(value)
     except (_NotPlain, ValueError, RecursionError):
         return None
-    return buf.getvalue()
+    data = buf.getvalue()
+    _PICKLER.state = state
+    return data
+
+
+_PICKLER = threading.local()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import enum
+import pickle
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -183,3 +185,35 @@ def test_a_handed_over_patch_merges_to_what_a_copied_one_does(data: st.DataObjec
     got = merge_patch(target, copy.deepcopy(patch), copy=False)
     assert _ordered(got) == _ordered(want)
     assert _ordered(target) == _ordered(before)
+
+
+def test_pickle_plain_reuses_nothing_from_a_dump_that_failed() -> None:
+    """The per-thread pickler is not put back after a dump that stopped half-way: later pickles are whole."""
+    good = {"a": [1, {"b": "c"}], "d": 2.5}
+    want = pickle_plain(good)
+    assert want is not None and pickle.loads(want) == good
+    assert pickle_plain({"a": [1, {"b": np.float64(1.0)}]}) is None
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    assert pickle_plain(cyclic) is None
+    assert pickle_plain(good) == want
+    shared = {"x": "y"}
+    aliased = pickle_plain({"p": shared, "q": shared})
+    assert aliased is not None
+    copy_ = pickle.loads(aliased)
+    assert copy_ == {"p": shared, "q": shared} and copy_["p"] is not copy_["q"]
+
+
+def test_pickle_plain_from_several_threads() -> None:
+    results: dict[int, list[bytes | None]] = {}
+
+    def work(k: int) -> None:
+        results[k] = [pickle_plain({"k": k, "i": i, "l": list(range(i))}) for i in range(200)]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, got in results.items():
+        assert [pickle.loads(b) for b in got if b is not None] == [{"k": k, "i": i, "l": list(range(i))} for i in range(200)]
