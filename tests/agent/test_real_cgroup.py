@@ -148,9 +148,10 @@ def test_v1_cgroupfs_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[b
         _rmdirs(leaves, [h / parent for h in hierarchies])
         for h in hierarchies:
             _rmdirs([h / parent], [h / parent])
+    # The burner wants one core; on a busy machine it gets less, so the agent is held to what it really used.
+    assert truth > 0.5
     assert pod_cores == pytest.approx(truth, abs=0.05)
-    assert pod_cores == pytest.approx(1.0, abs=0.15)
-    assert container_cores == pytest.approx(1.0, abs=0.15)
+    assert container_cores == pytest.approx(truth, abs=0.05)
 
 
 def test_v2_systemd_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[bytes]) -> None:
@@ -186,6 +187,7 @@ def test_v2_systemd_pod_with_a_burner_reads_one_core(burner: subprocess.Popen[by
         _rmdirs([unified / parent], [unified / parent])
         for d in boosted:
             _rmdirs([d], [d])
+    # The burner wants one core; on a busy machine it gets less, so the agent is held to what it really used.
+    assert truth > 0.5
     assert pod_cores == pytest.approx(truth, abs=0.05)
-    assert pod_cores == pytest.approx(1.0, abs=0.15)
-    assert container_cores == pytest.approx(1.0, abs=0.15)
+    assert container_cores == pytest.approx(truth, abs=0.05)
