@@ -417,7 +417,7 @@ class Simulation:
             running, cpu, mem, node_cpu, node_mem = self._usage(t)
             per_node: list[list[tuple[str, float, float]]] = [[] for _ in range(n_nodes)]
             pods_on: list[list[tuple[_Pod, float, float]]] = [[] for _ in range(n_nodes)]
-            if self.agents is not None:  # the per-node views only node agents read
+            if self.agents is not None:  # per-node views for the node agents and their waterline engines
                 for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
                     per_node[p.node].append((p.uid, c, m))
                     pods_on[p.node].append((p, c, m))
