@@ -20,6 +20,7 @@ from common.cluster import Cluster
 from common.config import ConfigError
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
+from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
 from scheduler.leader import LeaderElector, LeaseConfig
 
@@ -33,6 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
     parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
     parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
+                        help="stop a task's search for feasible nodes once this share of the nodes was found: 100 "
+                             "checks every node (default); 0 or less: Volcano's adaptive 50 - nodes/125 percent")
+    parser.add_argument("--minimum-feasible-nodes", type=int, default=DEFAULT_MINIMUM_NODES,
+                        help="clusters up to this size are always searched whole, and a search never looks for "
+                             "fewer (default %(default)s)")
+    parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=DEFAULT_MINIMUM_PERCENTAGE,
+                        help="the adaptive share's floor, percent (default %(default)s)")
     parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
             from common.cluster.kube import load_cluster
 
             cluster = load_cluster(args.kubeconfig)
+        sampling = NodeSampling(args.percentage_nodes_to_find, args.minimum_feasible_nodes,
+                                args.minimum_percentage_nodes_to_find)
         lease = LeaseConfig(name=args.lease_name, namespace=args.lease_namespace, identity=args.identity,
                             lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
                             retry_period=args.retry_period)
@@ -90,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"loadwise scheduler: {exc}", file=sys.stderr)
         return 2
     clock = SystemClock()
-    sched = Scheduler(cluster, holder, clock=clock, scheduler_name=args.scheduler_name)
+    sched = Scheduler(cluster, holder, clock=clock, scheduler_name=args.scheduler_name, node_sampling=sampling)
     stop = threading.Event()
     ready = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

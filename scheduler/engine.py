@@ -21,6 +21,7 @@ from scheduler.conf import ConfHolder, SchedulerConf
 from scheduler.framework.api import TaskStatus
 from scheduler.framework.memo import SessionMemo
 from scheduler.framework.plugin import actions
+from scheduler.framework.sampling import NodeSampling
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from scheduler.loadaware.freshness import NodeMetricFreshness
@@ -83,8 +84,10 @@ class Scheduler:
     def __init__(self, cluster: Cluster, conf: SchedulerConf | ConfHolder, *, clock: Clock,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0,
                  metrics: SchedulerMetrics | None = None, sleep: Callable[[float], None] = time.sleep,
-                 write_back: bool = True) -> None:
+                 write_back: bool = True, node_sampling: NodeSampling | None = None) -> None:
         self.cluster = cluster
+        # Volcano's feasible-node search limit and its rotating start, kept from session to session
+        self.node_sampling = node_sampling if node_sampling is not None else NodeSampling()
         self.holder = conf if isinstance(conf, ConfHolder) else None
         self._conf = conf if isinstance(conf, SchedulerConf) else None
         self.clock = clock
@@ -126,7 +129,7 @@ class Scheduler:
         self.sessions += 1
         return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,
                        seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}",
-                       memo=self.memo, renew=renew)
+                       memo=self.memo, renew=renew, node_sampling=self.node_sampling)
 
     def run_once(self) -> SessionResult:
         self.start()

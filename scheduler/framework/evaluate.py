@@ -1,6 +1,8 @@
 """Evaluate every node for one task with vector arithmetic: the resource check against (future) idle, the plugins'
 vectorised predicates, then the plugins' scores summed (specs/volcano.md §2.6, §3.2).  Per-node Python runs only for
-scalar plugins, for failure reasons when a message is needed, and for explanations."""
+scalar plugins, for failure reasons when a message is needed, and for explanations.  A session with a
+:class:`~scheduler.framework.sampling.NodeSampling` stops allocate's and preempt's search once enough feasible
+nodes were found (§2.9)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ __all__ = ["Evaluation", "evaluate_nodes", "score_nodes", "select_best", "pre_pr
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 RESOURCE_PLUGIN = "noderesources"
+SAMPLING_PLUGIN = "nodesToFind"  # the explanation's key for a node a limited search did not reach
 
 
 @dataclass(slots=True)
@@ -33,6 +36,7 @@ class Evaluation:
     node_names: list[str]
     results: list[tuple[str, FilterResult]] = field(default_factory=list)
     scalar: dict[int, list[Status]] = field(default_factory=dict)
+    walked: BoolArray | None = None  # the nodes a limited search looked at (None: every node)
 
     def statuses(self, i: int, *, first_only: bool = True) -> list[Status]:
         out: list[Status] = []
@@ -104,16 +108,28 @@ def evaluate_nodes(ssn: Session, task: TaskInfo, *, mode: str = "allocate",
         else:
             feasible &= res.passed
     scalar_fns = ssn.enabled("predicate")
-    if scalar_fns:
+
+    def passes(i: int) -> bool:
+        """The scalar predicates on node ``i``; the first plugin's blocking statuses are kept for the message."""
+        node = ssn.nodes[i]
+        for plugin, fn in scalar_fns:
+            statuses = [s if s.plugin else Status(s.code, s.reason, plugin) for s in fn(task, node)]
+            bad = [s for s in statuses if s.code in blocking]
+            if bad:
+                ev.scalar[i] = bad
+                return False
+        return True
+
+    # Allocate and preempt stop once enough feasible nodes were found (§2.9); backfill and single-node checks
+    # look at every node they are given.
+    sampling = ssn.node_sampling if candidates is None and mode != "backfill" else None
+    if sampling is not None and sampling.nodes_to_find(n) < n:
+        found, ev.walked = sampling.search(feasible, passes if scalar_fns else None)
+        feasible[:] = found
+    elif scalar_fns:
         for i in np.flatnonzero(feasible).tolist():
-            node = ssn.nodes[i]
-            for plugin, fn in scalar_fns:
-                statuses = [s if s.plugin else Status(s.code, s.reason, plugin) for s in fn(task, node)]
-                bad = [s for s in statuses if s.code in blocking]
-                if bad:
-                    ev.scalar[i] = bad
-                    feasible[i] = False
-                    break
+            if not passes(i):
+                feasible[i] = False
     if ssn.explain is not None:
         _explain_filter(ssn, task, ev, candidates)
     return ev
@@ -126,8 +142,12 @@ def _explain_filter(ssn: Session, task: TaskInfo, ev: Evaluation, candidates: Bo
         if candidates is not None and not candidates[i]:
             continue
         entry: dict[str, str] = {}
-        for s in ev.statuses(i, first_only=False):
+        statuses = ev.statuses(i, first_only=False)
+        for s in statuses:
             entry[s.plugin] = s.reason if s.plugin not in entry else f"{entry[s.plugin]}; {s.reason}"
+        if not statuses and ev.walked is not None and not ev.walked[i]:
+            # passed the vectorised filters, but the search had found enough nodes before reaching it
+            entry[SAMPLING_PLUGIN] = f"not checked: the search stopped after {int(ev.feasible.sum())} feasible nodes"
         rec.filter[name] = entry
 
 

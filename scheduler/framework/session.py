@@ -28,6 +28,7 @@ from .arrays import NodeArrays
 from .build import build_state
 from .memo import SessionMemo
 from .plugin import Arguments, Plugin, plugin_builders
+from .sampling import NodeSampling
 from .snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from .status import FilterResult, FitErrors, Status
 
@@ -124,8 +125,11 @@ _FLAGS = {
 class Session:
     def __init__(self, snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, sink: SessionSink,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0, explain: bool = False,
-                 uid: str = "", memo: SessionMemo | None = None, renew: bool = False) -> None:
+                 uid: str = "", memo: SessionMemo | None = None, renew: bool = False,
+                 node_sampling: NodeSampling | None = None) -> None:
         self.snapshot = snapshot
+        # allocate's and preempt's feasible-node search limit (None: every node is checked)
+        self.node_sampling = node_sampling
         # what earlier sessions of the same scheduler derived from objects this snapshot still holds
         self.memo = memo if memo is not None else SessionMemo()
         self.memo.rotate()
