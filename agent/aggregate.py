@@ -29,6 +29,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 
 import numpy as np
 import numpy.typing as npt
@@ -69,9 +70,13 @@ def _rank_indices(n: int) -> npt.NDArray[np.intp]:
 
 def _by_length(windows: Sequence[FloatArray]) -> dict[int, list[int]]:
     """Indices of the non-empty windows, grouped by their number of samples."""
+    return _group_lengths(w.size for w in windows)
+
+
+def _group_lengths(lengths: Iterable[int]) -> dict[int, list[int]]:
+    """Indices of the non-zero ``lengths``, grouped by length."""
     groups: dict[int, list[int]] = {}
-    for k, w in enumerate(windows):
-        n = w.size
+    for k, n in enumerate(lengths):
         if n:
             group = groups.get(n)
             if group is None:
@@ -128,19 +133,8 @@ def row_means(values: array[float], counts: Sequence[int]) -> list[float | None]
         if len(counts) == 1:
             return [float(_sum(flat)) / n]
         return [total / n for total in _sum(flat.reshape(len(counts), n), axis=1).tolist()]
-    groups: dict[int, list[int]] = {}
-    offsets: list[int] = []
-    offset = 0
-    for k, n in enumerate(counts):
-        offsets.append(offset)
-        offset += n
-        if n:
-            group = groups.get(n)
-            if group is None:
-                groups[n] = [k]
-            else:
-                group.append(k)
-    for n, group in groups.items():
+    offsets = list(accumulate(counts, initial=0))
+    for n, group in _group_lengths(counts).items():
         if len(group) == 1:
             start = offsets[group[0]]
             out[group[0]] = float(_sum(flat[start : start + n])) / n

@@ -377,26 +377,21 @@ def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, fl
         estimate_it = (u is None or update is None or p.timestamp > recent
                        or (p.deadline is not None and p.deadline > update))
         if estimate_it:
-            if u is None:
-                nd0 += e0 if e0 > 0 else 0
-                nd1 += e1 if e1 > 0 else 0
-            else:
-                d0, d1 = e0 - u[0], e1 - u[1]
-                nd0 += d0 if d0 > 0 else 0
-                nd1 += d1 if d1 > 0 else 0
+            # the estimate above the reported usage, never negative
+            d0, d1 = (e0, e1) if u is None else (e0 - u[0], e1 - u[1])
+            d0 = d0 if d0 > 0 else 0
+            d1 = d1 if d1 > 0 else 0
+            nd0 += d0
+            nd1 += d1
         ne0 += e0
         ne1 += e1
         if is_prod:
-            if not active and u is not None:
-                u, estimate_it = None, True
-            if estimate_it:
-                if u is None:
-                    pd0 += e0 if e0 > 0 else 0
-                    pd1 += e1 if e1 > 0 else 0
-                else:
-                    d0, d1 = e0 - u[0], e1 - u[1]
-                    pd0 += d0 if d0 > 0 else 0
-                    pd1 += d1 if d1 > 0 else 0
+            if not active and u is not None:  # a usage not reported as prod: the whole estimate counts
+                pd0 += e0 if e0 > 0 else 0
+                pd1 += e1 if e1 > 0 else 0
+            elif estimate_it:
+                pd0 += d0
+                pd1 += d1
     usage = m.node_usage
     out: list[int] = []
     for agg_type, agg_duration in (plain, score):
