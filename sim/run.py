@@ -470,10 +470,9 @@ class Simulation:
         self, now: float, node_cpu: np.ndarray, node_mem: np.ndarray, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]
     ) -> None:
         assert self.waterline is not None
-        for i, nd in enumerate(self.nodes):
+        for i in self.waterline.due(now, node_cpu, node_mem):
+            nd = self.nodes[i]
             metrics = self.waterline.node_metrics(nd, float(node_cpu[i]), float(node_mem[i]))
-            if not self.waterline.needs_tick(i, now, metrics):
-                continue
             states = [self._pod_state(p, c, m) for p, c, m in pods_on[i] if p.key in self._running]
             self.waterline.tick(i, self.waterline.node_state(nd, now, metrics, states, self._node_labels[i]))
 

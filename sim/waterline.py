@@ -6,7 +6,7 @@ the API (eviction via ``pods/eviction`` and the node taint, both into the in-mem
 write is simulated: a CPU quota the engine sets is remembered here and caps the pod's simulated usage until the
 engine raises it again.
 
-Nodes below every waterline with nothing to undo are not ticked (see :meth:`SimWaterline.needs_tick`): a node
+Nodes below every waterline with nothing to undo are not ticked (see :meth:`SimWaterline.due`): a node
 is ticked from the first sample at or above one of its lines until its rules have had time to restore and cool
 down (``linger``) and no throttle is left; outside that, a tick could only reset counters already at zero, so
 skipping it changes no decision and saves most of the engine's cost on a large cluster.
@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from prometheus_client import CollectorRegistry
 
 from agent.qos.actuate import Actuation, ClusterEvictor, NodeScheduling
@@ -103,8 +105,15 @@ class SimWaterline:
             for n in self.nodes
         ]
         self.tick_seconds = tick_seconds
-        self._near = [self._near_lines(n) for n in self.nodes]
-        self._active_until = [float("-inf")] * len(self.nodes)
+        near = [self._near_lines(n) for n in self.nodes]
+        # Per node: always ticked (a rule watches something else), the usage per watched metric from which it is
+        # ticked (inf: not watched), and how long it stays ticked after that.
+        self._always = np.array([lines is None for lines in near], dtype=bool)
+        self._lines = {m: np.array([lines.get(m, np.inf) if lines else np.inf for lines in near]) for m in _WATCHABLE}
+        self._linger = np.array([lines["_linger"] if lines else 0.0 for lines in near])
+        self._capacity_cpu = np.array([float(n.capacity_cpu) for n in self.nodes])
+        self._capacity_memory = np.array([float(n.capacity_memory) for n in self.nodes])
+        self._active_until = np.full(len(self.nodes), -np.inf)
         self.ticks = 0
 
     def _near_lines(self, node: NodeSpec) -> dict[str, float] | None:
@@ -121,17 +130,20 @@ class SimWaterline:
         lines["_linger"] = linger
         return lines
 
-    def needs_tick(self, node: int, t: float, metrics: Mapping[str, float]) -> bool:
-        """Whether node ``node`` can be affected by a tick at ``t`` (near a waterline or still recovering)."""
-        lines = self._near[node]
-        if lines is None:
-            return True
-        near = any(metrics.get(m, 0.0) >= v for m, v in lines.items() if m != "_linger")
-        runtime = self.runtimes[node]
-        if near or runtime.memory.throttled:
-            self._active_until[node] = t + lines["_linger"]
-            return True
-        return t <= self._active_until[node]
+    def due(self, t: float, cpu_milli: npt.NDArray[np.float64], memory_bytes: npt.NDArray[np.float64]) -> list[int]:
+        """The nodes a tick at ``t`` can affect, given every node's usage: those near one of their waterlines
+        or still recovering from one (throttled pods, restore counts and cool-downs still running)."""
+        lines = self._lines
+        near = (
+            (cpu_milli >= lines[CPU_TOTAL_USAGE])
+            | (100.0 * cpu_milli / self._capacity_cpu >= lines[CPU_TOTAL_UTILIZATION])
+            | (memory_bytes >= lines[MEMORY_TOTAL_USAGE])
+            | (100.0 * memory_bytes / self._capacity_memory >= lines[MEMORY_TOTAL_UTILIZATION])
+        )
+        active = near | np.fromiter((bool(r.memory.throttled) for r in self.runtimes), dtype=bool,
+                                    count=len(self.runtimes))
+        self._active_until[active] = t + self._linger[active]
+        return np.flatnonzero(self._always | (t <= self._active_until)).tolist()
 
     def tick(self, node: int, state: NodeState) -> TickReport:
         self.ticks += 1
