@@ -32,6 +32,8 @@ DEFAULT_EVICTION_LIMIT = EvictionRateLimit(max_evictions=1, per_seconds=10.0)
 
 log = logging.getLogger(__name__)
 
+_RULE_STATES = ("triggered", "restored", "active", "error")  # the rule-state gauge's series per rule
+
 
 @dataclass(frozen=True, slots=True)
 class TickReport:
@@ -130,6 +132,8 @@ class WaterlineRuntime:
         self._live = _Lane(dry_run=False)
         self._dry = _Lane(dry_run=True)
         self._last_event: dict[str, str] = {}
+        # Per rule key, the rule-state gauge's series (one per state), removed with the rule.
+        self._rule_series: dict[str, tuple[Any, ...]] = {}
 
     @property
     def memory(self) -> EngineMemory:
@@ -138,11 +142,16 @@ class WaterlineRuntime:
     # -- the tick ---------------------------------------------------------------------------------------
     def tick(self, state: NodeState) -> TickReport:
         policies = self.policies.applicable(state.labels)
-        keys = [p.rule_key(r) for p in policies for r in p.rules]
+        keys = {p.rule_key(r) for p in policies for r in p.rules}
         self.detector.forget_except(keys)
         for k in list(self._last_event):
             if k not in keys:
                 del self._last_event[k]
+        for k in [k for k in self._rule_series if k not in keys]:
+            # A rule that is gone (or no longer applies here) has no state: its series leave /metrics.
+            del self._rule_series[k]
+            for st in _RULE_STATES:
+                self.metrics.rule_state.remove(self.node, k, st)
         results = [self.detector.evaluate(p, r, state) for p in policies for r in p.rules]
         self._rule_metrics(results)
         self._rule_events(results, {p.name for p in policies if self.dry_run or p.dry_run})
@@ -267,9 +276,12 @@ class WaterlineRuntime:
 
     def _rule_metrics(self, results: Sequence[RuleResult]) -> None:
         for r in results:
-            for st, on in (("triggered", r.triggered), ("restored", r.restored), ("active", r.active),
-                           ("error", r.status is Status.ERROR)):
-                self.metrics.rule_state.labels(self.node, r.key, st).set(1 if on else 0)
+            series = self._rule_series.get(r.key)
+            if series is None:
+                series = self._rule_series[r.key] = tuple(
+                    self.metrics.rule_state.labels(self.node, r.key, st) for st in _RULE_STATES)
+            for child, on in zip(series, (r.triggered, r.restored, r.active, r.status is Status.ERROR), strict=True):
+                child.set(1 if on else 0)
 
     def _plan_effects(self, plan: PlanResult, state: NodeState, dry: bool) -> None:
         pods = {p.key: p for p in state.pods}

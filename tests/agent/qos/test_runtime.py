@@ -89,6 +89,23 @@ def test_scheduling_stays_disabled_while_rule_active_and_reenabled_when_policy_g
     assert r.scheduling == "enabled" and not env.tainted()
 
 
+def test_rule_state_series_leave_with_the_rule() -> None:
+    env = Env(policy=policy_dict(rule(action={"name": "taint", "coolDownSeconds": 1}, restoreThreshold=3)))
+    env.tick(7000)
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="active") == 1
+    env.tick(5000)  # the series are kept (and updated) while the rule exists
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="triggered") == 0
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="active") == 1
+    env.cluster.delete("WaterlinePolicy", "p")
+    env.tick(5000)
+    # a deleted rule is not shown active (nor in any other state) forever
+    for state in ("triggered", "restored", "active", "error"):
+        assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state=state) is None
+    env.cluster.create("WaterlinePolicy", policy_dict(rule(action=THROTTLE)))
+    env.tick(7000)  # a rule under the same key again: fresh series
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.cpu", state="active") == 1
+
+
 def test_preview_only_events() -> None:
     env = Env(pod("a", cpu=5000), policy=policy_dict(rule(action=EVICT, strategy="Preview")))
     r = env.tick(7000)
