@@ -18,7 +18,7 @@ from types import MappingProxyType
 from agent.qos.state import NodeState
 from common.waterline import Rule, WaterlinePolicy
 
-__all__ = ["Status", "RuleCounters", "RuleResult", "Detector", "series", "to_fraction"]
+__all__ = ["Status", "RuleCounters", "RuleResult", "Detector", "series", "to_fraction", "above"]
 
 _SERIES_KEY = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\}$")
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
@@ -68,6 +68,20 @@ def to_fraction(value: float | int) -> Fraction:
     if isinstance(value, int):
         return Fraction(value)
     return Fraction(repr(float(value)))
+
+
+def above(value: float | int, line: Fraction) -> bool:
+    """``to_fraction(value) > line``, decided on the doubles unless they are equal.
+
+    ``float(value)`` and ``float(line)`` are those exact numbers correctly rounded, and rounding is monotonic:
+    when the doubles differ, the exact numbers are in the same order.  Only equal doubles need the exact
+    comparison (81.2 against 406/5, or integers beyond 2**53).  A NaN sample is never above and an infinite
+    one is above any line, as the float comparison in crane's Go code decides.
+    """
+    f, g = float(value), float(line)
+    if f != g:
+        return f > g
+    return to_fraction(value) > line
 
 
 def _parse_series_key(key: str) -> tuple[str, dict[str, str]] | None:
@@ -155,9 +169,10 @@ class Detector:
             why = "metric not found" if not series(state, rule.metric.name) else "selector matches no series"
             return RuleResult(key, policy, rule, Status.ERROR, c.active, error=f"{rule.metric.name}: {why}")
         top_labels, top = max(samples, key=lambda s: s[1])
-        above = any(to_fraction(v) > rule.metric.value for _, v in samples)
+        line = rule.metric.value
+        over = any(above(v, line) for _, v in samples)
         status = Status.NONE
-        if above:
+        if over:
             c.under = 0
             c.over = min(c.over + 1, rule.avoidance_threshold)
             if c.over >= rule.avoidance_threshold:

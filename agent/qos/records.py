@@ -92,15 +92,19 @@ class EngineMemory:
         if not self.throttled:
             return state
         pods: list[PodState] = []
+        shown = False
         for p in state.pods:
             containers: list[ContainerState] = []
+            changed = False
             for c in p.containers:
                 memo = self.throttled.get((p.key, c.name))
                 if memo is not None and memo.uid == p.uid and c.cpu_quota_us == memo.raw_quota_us:
                     c = replace(c, cpu_quota_us=memo.written_quota_us)
+                    changed = True
                 containers.append(c)
-            pods.append(replace(p, containers=tuple(containers)))
-        return replace(state, pods=tuple(pods))
+            pods.append(replace(p, containers=tuple(containers)) if changed else p)
+            shown |= changed
+        return replace(state, pods=tuple(pods)) if shown else state
 
     def prune(self, state: NodeState) -> None:
         present = {p.key: p.uid for p in state.pods}

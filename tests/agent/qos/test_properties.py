@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.qos.detect import Detector
+from agent.qos.detect import Detector, above, to_fraction
 from agent.qos.plan import EngineMemory, EvictionRateLimit, execute
 from tests.agent.qos.factories import node, pod, policy, rule
 from tests.agent.qos.test_plan import FakeActuators
@@ -87,3 +88,30 @@ def test_never_more_than_the_rate_limit(spec, steps, max_evictions, window) -> N
             recent.popleft()
         recent.append(at)
         assert len(recent) <= max_evictions
+
+
+_decimals = st.decimals(min_value=-1e12, max_value=1e12, allow_nan=False, allow_infinity=False, places=6)
+
+
+@settings(max_examples=400, deadline=None)
+@given(line=_decimals, value=st.one_of(st.floats(-1e13, 1e13), st.integers(-(2**60), 2**60)), near=st.booleans(),
+       steps=st.integers(-3, 3))
+def test_above_decides_as_the_exact_decimal_comparison(line: object, value: float | int, near: bool,
+                                                       steps: int) -> None:
+    # the float shortcut must agree with comparing the sample's decimal to the waterline exactly, also
+    # within a few ulps of the line (where it has to fall back to the exact comparison)
+    w = Fraction(str(line))
+    if near:
+        value = float(w)
+        for _ in range(abs(steps)):
+            value = math.nextafter(value, math.inf if steps > 0 else -math.inf)
+    assert above(value, w) == (to_fraction(value) > w)
+
+
+def test_above_at_the_line() -> None:
+    assert not above(81.2, Fraction(406, 5)) and above(81.20000000000002, Fraction(406, 5))
+    assert above(2**53 + 1, Fraction(2**53)) and not above(2**53, Fraction(2**53))
+
+
+def test_above_non_finite_samples() -> None:
+    assert not above(math.nan, Fraction(1)) and above(math.inf, Fraction(10**30)) and not above(-math.inf, Fraction(0))
