@@ -162,7 +162,17 @@ class Cluster(Protocol):
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
-    ) -> Informer: ...
+        shared: bool = False,
+    ) -> Informer:
+        """An informer (not started) that feeds ``handler`` the objects of ``kind``, then every change to them.
+
+        By default each event object is the handler's own: it may change it freely, nobody else sees that.
+        ``shared=True`` is the handler's promise to treat every event object, and everything reachable from it,
+        as read-only, and to keep it from code that might change it; the backend may then hand it the very
+        object it stores, shared with other readers and with later versions of the object, instead of a copy.
+        A backend whose objects are fresh anyway (decoded from the API server's JSON) ignores it.
+        """
+        ...
 
 
 def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:

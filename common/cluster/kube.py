@@ -444,7 +444,10 @@ class KubeCluster:
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
+        shared: bool = False,
     ) -> KubeInformer:
+        """See :meth:`common.cluster.Cluster.informer`; ``shared`` changes nothing: each informer decodes its own
+        objects from the API server's JSON, so no other reader sees what its handler gets."""
         kind_info(kind)
         return KubeInformer(self, kind, handler, namespace=namespace, field_selector=field_selector)
 

@@ -36,7 +36,7 @@ from common.selectors import LabelSelector, match_field_selector, parse_selector
 
 __all__ = ["MemoryCluster"]
 
-_HISTORY = 50_000
+_HISTORY = 50_000  # events kept for ``watch``, by default
 _T = TypeVar("_T")
 _Key = tuple[str, str]  # (namespace or "", name)
 
@@ -47,6 +47,7 @@ class _Sub:
     handler: Handler
     namespace: str | None
     field_selector: str | None
+    shared: bool = False  # the handler only reads what it gets: it is given the stored version itself
     active: bool = True
 
 
@@ -73,6 +74,13 @@ class MemoryCluster:
     ``graceful_deletion``: evicted pods get a ``deletionTimestamp`` and disappear only when
     :meth:`reap` runs after their grace period; otherwise they are deleted at once.
     ``auto_run``: a bound pod becomes Running and Ready at once (there is no kubelet).
+    ``history``: how many events (of all kinds) :meth:`watch` can replay; a watch from an older resourceVersion
+    raises :class:`Gone`.  An event keeps its version alive (as a pickle once a copy of it was made, else as the
+    stored object, which takes several times the memory), so a large history costs memory.
+
+    Stored objects are never changed in place, only replaced (a new version may share unchanged parts with the
+    one it replaces), so a version can be handed as it is to readers that promise not to change it: the
+    informers started with ``shared=True``.
     """
 
     def __init__(
@@ -81,7 +89,10 @@ class MemoryCluster:
         clock: Clock | None = None,
         graceful_deletion: bool = False,
         auto_run: bool = True,
+        history: int = _HISTORY,
     ) -> None:
+        if history < 1:
+            raise ValueError(f"history must be at least 1 event, not {history}")
         self.clock: Clock = clock or SystemClock()
         self.graceful_deletion = graceful_deletion
         self.auto_run = auto_run
@@ -90,8 +101,8 @@ class MemoryCluster:
         self._objects: dict[str, dict[_Key, dict[str, Any]]] = {}
         self._rv = itertools.count(1)
         self._last_rv = 0
-        # (resourceVersion, kind, event type, the version as _Copies.version): no object of its own per event
-        self._history: deque[tuple[int, str, str, bytes | dict[str, Any]]] = deque(maxlen=_HISTORY)
+        # (resourceVersion, kind, event type, the version): no object of its own per event
+        self._history: deque[tuple[int, str, str, _Copies]] = deque(maxlen=history)
         self._subs: list[_Sub] = []
         self._subs_by_kind: dict[str, list[_Sub]] = {}  # the same subscriptions, in the same order, by kind
         self._waiting = 0  # watch iterators waiting on the condition for new events
@@ -114,14 +125,15 @@ class MemoryCluster:
         return str(self._last_rv)
 
     def _emit(self, kind: str, type_: str, obj: dict[str, Any], copies: _Copies | None = None) -> None:
-        """Record the event and deliver it to every matching informer, each with its own copy of ``obj``.
+        """Record the event and deliver it to every matching informer: ``obj`` itself to a shared one, a copy of
+        its own to any other.
 
-        The history keeps the pickled object (a few KB where the object tree takes tens), and ``watch`` unpickles
-        an event when it delivers it.
+        The history keeps the version's :class:`_Copies`, from which ``watch`` makes a copy when it delivers the
+        event; a version nobody copies is never pickled.
         """
         rv = int(obj["metadata"]["resourceVersion"])
         copies = copies or _Copies(obj)
-        self._history.append((rv, kind, type_, copies.version))
+        self._history.append((rv, kind, type_, copies))
         if self._waiting:
             self._cond.notify_all()
         subs = self._subs_by_kind.get(kind)
@@ -129,7 +141,7 @@ class MemoryCluster:
             return
         for sub in list(subs):  # a copy: a handler may stop an informer
             if sub.active and self._matches(obj, sub.namespace, sub.field_selector):
-                sub.handler(WatchEvent(type_, copies.copy()))
+                sub.handler(WatchEvent(type_, obj if sub.shared else copies.copy()))
 
     @staticmethod
     def _matches(obj: Mapping[str, Any], namespace: str | None, field_selector: str | None) -> bool:
@@ -146,21 +158,27 @@ class MemoryCluster:
         field_selector: str | None = None,
         label_selector: str | None = None,
     ) -> ListResult:
-        sel = parse_selector_string(label_selector)
         with self._lock:
-            items = [
-                _Copies(o).copy()
-                for _, o in sorted(self._bucket(kind).items())
-                if self._matches(o, namespace, field_selector) and sel.matches(o["metadata"].get("labels"))
-            ]
+            items = [_copy_in(o) for o in self._listed(kind, namespace, field_selector, label_selector)]
             return ListResult(items, str(self._last_rv))
+
+    def _listed(
+        self, kind: str, namespace: str | None, field_selector: str | None, label_selector: str | None
+    ) -> builtins.list[dict[str, Any]]:
+        """The stored objects that :meth:`list` returns copies of, in its order."""
+        sel = parse_selector_string(label_selector)
+        return [
+            o
+            for _, o in sorted(self._bucket(kind).items())
+            if self._matches(o, namespace, field_selector) and sel.matches(o["metadata"].get("labels"))
+        ]
 
     def get(self, kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]:
         with self._lock:
             obj = self._bucket(kind).get(self._key(kind, name, namespace))
             if obj is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            return _Copies(obj).copy()
+            return _copy_in(obj)
 
     def watch(
         self,
@@ -174,7 +192,7 @@ class MemoryCluster:
         """Events after ``resource_version``; raises :class:`Gone` if that is older than the history."""
         since = int(resource_version or 0)
         with self._lock:
-            if self._history and since < self._history[0][0] - 1 and len(self._history) == _HISTORY:
+            if self._history and since < self._history[0][0] - 1 and len(self._history) == self._history.maxlen:
                 raise Gone(f"too old resource version: {since} ({self._history[0][0]})")
         deadline = None if timeout_seconds is None else self.clock.monotonic() + timeout_seconds
         last = since
@@ -182,9 +200,9 @@ class MemoryCluster:
             with self._lock:
                 batch = [
                     (rv, ev)
-                    for rv, k, type_, version in self._history
+                    for rv, k, type_, copies in self._history
                     if rv > last and k == kind
-                    for ev in (WatchEvent(type_, _copy_of(version)),)
+                    for ev in (WatchEvent(type_, copies.copy()),)
                     if self._matches(ev.object, namespace, field_selector)
                 ]
                 if not batch:
@@ -429,16 +447,20 @@ class MemoryCluster:
         *,
         namespace: str | None = None,
         field_selector: str | None = None,
+        shared: bool = False,
     ) -> _MemoryInformer:
+        """See :meth:`common.cluster.Cluster.informer`; a ``shared`` handler gets the stored versions themselves,
+        both in the initial list and in the events."""
         kind_info(kind)
-        return _MemoryInformer(self, _Sub(kind, handler, namespace, field_selector))
+        return _MemoryInformer(self, _Sub(kind, handler, namespace, field_selector, shared))
 
     def _start_informer(self, inf: _MemoryInformer) -> None:
+        sub = inf.sub
         with self._lock:
-            for obj in self.list(inf.sub.kind, namespace=inf.sub.namespace, field_selector=inf.sub.field_selector).items:
-                inf.sub.handler(WatchEvent("ADDED", obj))
-            self._subs.append(inf.sub)
-            self._subs_by_kind.setdefault(inf.sub.kind, []).append(inf.sub)
+            for obj in self._listed(sub.kind, sub.namespace, sub.field_selector, None):
+                sub.handler(WatchEvent("ADDED", obj if sub.shared else _copy_in(obj)))
+            self._subs.append(sub)
+            self._subs_by_kind.setdefault(sub.kind, []).append(sub)
             inf.synced = True
 
     def _remove_sub(self, sub: _Sub) -> None:
@@ -449,28 +471,31 @@ class MemoryCluster:
 
 
 class _Copies:
-    """Independent deep copies of one version of an object: pickled once, unpickled for each copy.
+    """Independent deep copies of one version of an object: pickled when the first copy is made, unpickled for
+    each copy; a version that nobody copies is never pickled.
 
-    An object that is not plain data is kept as it is (a stored version is never changed in place, so it stays
-    what it was) and copied by :func:`_tree_copy`.
+    Until then it holds the version itself (a stored version is never changed in place, so it stays what it
+    was); the pickle then takes its place (a few KB where the object tree takes tens).  An object that is not
+    plain data stays as it is and is copied by :func:`_tree_copy`.
     """
 
-    __slots__ = ("version",)
+    __slots__ = ("version", "tried")
 
     def __init__(self, obj: dict[str, Any]) -> None:
-        pickled = pickle_plain(obj)
         # What every copy is made from, and what the watch history keeps: the pickle, or the object itself.
-        self.version: bytes | dict[str, Any] = obj if pickled is None else pickled
+        self.version: bytes | dict[str, Any] = obj
+        self.tried = False  # whether pickling it was tried
 
     def copy(self) -> dict[str, Any]:
-        return _copy_of(self.version)
-
-
-def _copy_of(version: bytes | dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a version kept by :class:`_Copies` (stored objects are dicts, so bytes are a pickle)."""
-    if type(version) is bytes:
-        return cast(dict[str, Any], pickle.loads(version))
-    return _tree_copy(cast(dict[str, Any], version))
+        version = self.version
+        if not self.tried:
+            self.tried = True
+            pickled = pickle_plain(version)
+            if pickled is not None:
+                self.version = version = pickled
+        if type(version) is bytes:
+            return cast(dict[str, Any], pickle.loads(version))
+        return _tree_copy(cast(dict[str, Any], version))
 
 
 def _copy_in(v: _T) -> _T:
