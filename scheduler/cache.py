@@ -99,8 +99,10 @@ class SchedulerCache:
     # ---- feeding --------------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        # shared: the handlers only read the objects they get, and the views keep them as ``raw``, which nothing in
+        # the scheduler changes either, so the cluster may hand over the objects it stores instead of copies
         for kind in WATCHED_KINDS:
-            inf = self.cluster.informer(kind, self._handler(kind))
+            inf = self.cluster.informer(kind, self._handler(kind), shared=True)
             self._informers.append(inf)
             inf.start()
 
