@@ -182,7 +182,7 @@ class Simulation:
         self.options = options
         self.clock = FakeClock(options.start_time)
         # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.
-        self.cluster = MemoryCluster(clock=self.clock, auto_run=False)
+        self.cluster = MemoryCluster(clock=self.clock, auto_run=False, history=1_000)
         self.nodes = list(workload.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
         self._node_labels = [node_labels(n) for n in self.nodes]
