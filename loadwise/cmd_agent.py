@@ -29,6 +29,7 @@ from agent.qos.runtime import WaterlineRuntime
 from common.clock import Clock, SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError, load_objects
+from loadwise.argtypes import port
 
 __all__ = ["add_arguments", "run", "build_agent", "resolve_node_name"]
 
@@ -41,18 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--kubeconfig", metavar="F", help="kubeconfig file (default: in-cluster service account)")
     mode.add_argument("--standalone", action="store_true", help="run without a cluster on this machine's cgroups")
     parser.add_argument("--config", metavar="F", help="agent config file (YAML or JSON)")
-    parser.add_argument("--port", type=_port, metavar="N", help="HTTP port (overrides the config's port)")
+    parser.add_argument("--port", type=port, metavar="N", help="HTTP port (overrides the config's port)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--port: {text!r} is not a number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"--port: {value} is outside 0-65535")
-    return value
 
 
 def resolve_node_name(flag: str | None, config: AgentConfig) -> str:

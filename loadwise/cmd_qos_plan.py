@@ -20,6 +20,7 @@ from agent.qos.state import load_ticks
 from common.clock import FakeClock
 from common.config import ConfigError, load_document, load_objects
 from common.waterline import WaterlinePolicy
+from loadwise.argtypes import non_negative_int, positive_float
 
 __all__ = ["add_arguments", "run"]
 
@@ -28,9 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", required=True, metavar="FILE", help="WaterlinePolicy YAML/JSON (one or more)")
     parser.add_argument("--state", required=True, metavar="FILE", help="node state (/debug/state), may hold ticks")
     parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
-    parser.add_argument("--max-evictions", type=int, default=1, metavar="N",
+    parser.add_argument("--max-evictions", type=non_negative_int, default=1, metavar="N",
                         help="per-node eviction rate limit: at most N accepted evictions ... (default 1)")
-    parser.add_argument("--eviction-window", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--eviction-window", type=positive_float, default=10.0, metavar="SECONDS",
                         help="... in any window of this many seconds (default 10)")
 
 
@@ -65,9 +66,6 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             prefix = f"items[{i}]." if len(policies) > 1 else ""
             return _invalid(args, f"{prefix}{exc.field}", _bare(exc))
-    if args.max_evictions < 0 or args.eviction_window <= 0:
-        print("qos-plan: --max-evictions must be >= 0 and --eviction-window > 0", file=sys.stderr)
-        return 2
     try:
         raw_state = load_document(args.state)
         ticks = load_ticks(raw_state, source=str(args.state))

@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
+from loadwise.argtypes import port, positive_float
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
@@ -33,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
     parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
     parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
-    parser.add_argument("--schedule-period", type=float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--schedule-period", type=positive_float, default=1.0, help="seconds between sessions")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
                         help="stop a task's search for feasible nodes once this share of the nodes was found: 100 "
                              "checks every node (default); 0 or less: Volcano's adaptive 50 - nodes/125 percent")
@@ -43,14 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=DEFAULT_MINIMUM_PERCENTAGE,
                         help="the adaptive share's floor, percent (default %(default)s)")
     parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT)
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--lease-name", default="loadwise-scheduler")
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
     parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    parser.add_argument("--lease-duration", type=float, default=15.0)
-    parser.add_argument("--renew-deadline", type=float, default=10.0)
-    parser.add_argument("--retry-period", type=float, default=2.0)
+    parser.add_argument("--lease-duration", type=positive_float, default=15.0)
+    parser.add_argument("--renew-deadline", type=positive_float, default=10.0)
+    parser.add_argument("--retry-period", type=positive_float, default=2.0)
 
 
 def _server(sched: Scheduler, listen: str, port: int, ready: threading.Event) -> ThreadingHTTPServer:

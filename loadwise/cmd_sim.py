@@ -16,26 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from common.config import ConfigError
+from loadwise.argtypes import non_negative_int, positive_float, positive_int
 
 # Defaults sized to finish in under a minute on 2 idle cores: 100 nodes from 11:00 to 17:00, across the
 # afternoon peak (services peak around 14:00), so pods that wait out the peak are placed before the end.
 DEFAULT_NODES = 100
 DEFAULT_HOURS = 6.0
 DEFAULT_START_HOUR = 11.0
-
-
-def _positive_float(text: str) -> float:
-    v = float(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return v
-
-
-def _positive_int(text: str) -> int:
-    v = int(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return v
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--waterline", action="append", default=[], metavar="NAME=PATH",
                    help="WaterlinePolicy objects the node agents run for policy NAME")
     w = parser.add_argument_group("workload")
-    w.add_argument("--nodes", type=_positive_int, default=DEFAULT_NODES, help="cluster size (default %(default)s)")
-    w.add_argument("--hours", type=_positive_float, default=DEFAULT_HOURS,
+    w.add_argument("--nodes", type=positive_int, default=DEFAULT_NODES, help="cluster size (default %(default)s)")
+    w.add_argument("--hours", type=positive_float, default=DEFAULT_HOURS,
                    help="simulated time (default %(default)s; a whole day at 100 nodes takes about 3 minutes)")
     w.add_argument("--seed", type=int, default=1, help="workload and usage-noise seed (default %(default)s)")
     w.add_argument("--trace", action="append", default=[], choices=("alibaba-v2018", "openb", "all"),
@@ -58,16 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--machine-usage", type=Path, help="a v2018-format machine_usage.csv (implies usage shapes)")
     w.add_argument("--openb-nodes", type=Path, help="an OpenB-format node list (with --openb-pods)")
     w.add_argument("--openb-pods", type=Path, help="an OpenB-format pod list (with --openb-nodes)")
-    w.add_argument("--trace-load", type=_positive_float, default=0.7,
+    w.add_argument("--trace-load", type=positive_float, default=0.7,
                    help="OpenB replay: requests of the scarcest resource (CPU, memory or GPU) as a fraction of "
                         "allocatable (default %(default)s)")
     s = parser.add_argument_group("simulation")
-    s.add_argument("--tick", type=_positive_float, default=30.0, help="simulated seconds per step (default 30)")
+    s.add_argument("--tick", type=positive_float, default=30.0, help="simulated seconds per step (default 30)")
     s.add_argument("--start-hour", type=float, default=DEFAULT_START_HOUR,
                    help="time of day the simulation starts at, 0-24 (default %(default)s; services peak at 14:00)")
-    s.add_argument("--report-interval", type=_positive_int, default=60,
+    s.add_argument("--report-interval", type=positive_int, default=60,
                    help="NodeMetric reportIntervalSeconds (default 60)")
-    s.add_argument("--jobs", type=int, default=0, help="policies run in parallel processes (default: all at once)")
+    s.add_argument("--jobs", type=non_negative_int, default=0, help="policies run in parallel processes (default 0: all at once)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", type=Path, help="write report.html and results.json into this directory")
     o.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")

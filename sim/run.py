@@ -103,8 +103,10 @@ class SimOptions:
     hotspot_memory_percent: float = 95.0
 
     def __post_init__(self) -> None:
-        if self.tick_seconds <= 0 or self.hours <= 0:
-            raise ValueError("tick_seconds and hours must be positive")
+        for name in ("tick_seconds", "hours"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, not {value}")
         if not 0 <= self.start_hour < 24:
             raise ValueError("start_hour must be in [0, 24)")
 

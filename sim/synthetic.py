@@ -20,6 +20,7 @@ Sizes are relative to the cluster's allocatable CPU so that ``--nodes`` scales t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,8 +77,8 @@ class SyntheticConfig:
     def __post_init__(self) -> None:
         if self.nodes < 1:
             raise ValueError("nodes must be at least 1")
-        if self.hours <= 0:
-            raise ValueError("hours must be positive")
+        if not (math.isfinite(self.hours) and self.hours > 0):
+            raise ValueError(f"hours must be a positive number, not {self.hours}")
 
 
 def _nodes(cfg: SyntheticConfig, rng: np.random.Generator) -> tuple[NodeSpec, ...]:
