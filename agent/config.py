@@ -31,6 +31,7 @@ silently fall back to a default)::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,6 +192,8 @@ class _Reader:
             return default
         if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
             raise self._err(key, f"expected {'an integer' if integer else 'a number'}, got {v!r}")
+        if not math.isfinite(v):
+            raise self._err(key, f"expected a finite number, got {v!r}")
         if minimum is not None and v < minimum:
             raise self._err(key, f"must be at least {minimum:g}, got {v!r}")
         if maximum is not None and v > maximum:

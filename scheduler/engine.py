@@ -123,8 +123,11 @@ class Scheduler:
                      renew: bool = False) -> Session:
         """A session over the cache's snapshot (or ``snapshot``).  ``renew``: it may take over the task/job/node
         objects of the previous session; the caller must then ``self.memo.release`` it once nothing reads it."""
-        if self.holder is not None and self.holder.maybe_reload() is False and self.holder.last_error:
-            self.metrics.conf_reload_errors.inc()
+        if self.holder is not None:
+            rejected = self.holder.rejected
+            self.holder.maybe_reload()
+            if self.holder.rejected > rejected:  # once per rejected file, not once per session while it stays
+                self.metrics.conf_reload_errors.inc(self.holder.rejected - rejected)
         snap = snapshot if snapshot is not None else self.cache.snapshot()
         self.sessions += 1
         return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,

@@ -159,7 +159,7 @@ def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, vali
             elif validate_plugins:
                 try:
                     builder(Arguments(opt.arguments, weight=opt.weight))
-                except (ValueError, TypeError, KeyError) as exc:
+                except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
                     raise _fail(str(exc), f"{where}.arguments", source) from exc
             plugins.append(opt)
         tiers.append(Tier(tuple(plugins)))
@@ -208,6 +208,7 @@ class ConfHolder:
         self._lock = threading.Lock()
         self._mtime: float | None = None
         self.last_error: str = ""
+        self.rejected = 0  # changed files (or a file turned unreadable) rejected so far; each kept the last good conf
         self._conf = load_conf(path) if path else default_conf()
         if path:
             self._mtime = os.stat(path).st_mtime
@@ -224,7 +225,11 @@ class ConfHolder:
         try:
             mtime = os.stat(self.path).st_mtime
         except OSError as exc:
-            self.last_error = f"{self.path}: {exc.strerror}; keeping the previous conf"
+            error = f"{self.path}: {exc.strerror}; keeping the previous conf"
+            if error != self.last_error:  # reported once, not on every check while it lasts
+                self.rejected += 1
+                log.error("%s", error)
+            self.last_error = error
             return False
         if mtime == self._mtime:
             return False
@@ -233,6 +238,7 @@ class ConfHolder:
             new = load_conf(self.path)
         except ConfigError as exc:
             self.last_error = f"{exc}; keeping the previous conf"
+            self.rejected += 1
             log.error("%s", self.last_error)
             return False
         with self._lock:

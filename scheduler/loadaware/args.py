@@ -79,7 +79,8 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
 
 
 def _int(v: Any, key: str, source: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | float) or int(v) != v:
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not v.is_integer()):
+        # a float must be whole; nan and inf are not (int() of them would raise without naming the field)
         raise ConfigError(f"must be an integer, got {v!r}", field=key, source=source)
     return int(v)
 

@@ -32,7 +32,7 @@ def _int(raw: Mapping[str, Any], key: str, default: int) -> int:
     v = raw.get(key, default)
     try:
         n = int(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not an integer (nan, inf too): the default, as Volcano
         return default
     return default if n < 0 else n
 
@@ -43,7 +43,7 @@ def parse_binpack_arguments(raw: Mapping[str, Any]) -> BinpackWeights:
     weight = raw.get("binpack.weight", 1)
     try:
         plugin_weight = int(weight)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # not an integer (nan, inf too): the default, as Volcano
         plugin_weight = 1
     res = {CPU: _int(raw, "binpack.cpu", 1), MEMORY: _int(raw, "binpack.memory", 1)}
     extra = str(raw.get("binpack.resources", "") or "")

@@ -41,6 +41,6 @@ def parse_nodeorder_arguments(raw: Mapping[str, Any]) -> NodeOrderWeights:
             v = default
         try:
             values[attr] = int(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             values[attr] = default
     return NodeOrderWeights(**values)

@@ -79,7 +79,8 @@ class ScoringStrategy:
 
 
 def _int(value: Any, field: str, source: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and not value.is_integer()):   # also nan and inf
         raise ConfigError(f"must be an integer, got {value!r}", field=field, source=source)
     return int(value)
 

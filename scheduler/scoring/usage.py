@@ -7,6 +7,7 @@ the per-dimension composite ``U`` before the task's own estimate is added.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,8 @@ def _threshold(raw: Any, default: int) -> int:
 
 def _float(raw: Mapping[str, Any], key: str, default: float) -> float:
     v = raw.get(key, default)
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else default
+    # lenient like the other usage arguments: anything but a finite number keeps the default
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else default
 
 
 def _be(raw: Any, default: int, *, cpu: bool) -> int:

@@ -60,6 +60,9 @@ def test_defaults_and_a_full_file(tmp_path: Path) -> None:
         ("waterline: {every: 5}", "waterline.every"),
         ("waterline: []", "waterline"),
         ("colectIntervalSeconds: 1", "colectIntervalSeconds"),
+        ("collectIntervalSeconds: .nan", "collectIntervalSeconds"),  # was accepted: every comparison is false
+        ("waterline: {intervalSeconds: .inf}", "waterline.intervalSeconds"),
+        ("reportRetryMaxSeconds: .inf", "reportRetryMaxSeconds"),
     ],
 )
 def test_bad_config_names_field_and_file(tmp_path: Path, text: str, field: str) -> None:
