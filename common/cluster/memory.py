@@ -334,13 +334,14 @@ class MemoryCluster:
             cur = self._bucket(kind).pop(key, None)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            cur = _copy_in(cur)
-            cur["metadata"]["resourceVersion"] = self._next_rv()
-            self._emit(kind, "DELETED", cur)
+            # Copy-on-write, as every new version: the deleted object under a resourceVersion of its own.
+            gone = {**cur, "metadata": {**cur["metadata"], "resourceVersion": self._next_rv()}}
+            self._emit(kind, "DELETED", gone)
 
     # -- subresources -------------------------------------------------------------------------------
     def _run_pod(self, pod: dict[str, Any]) -> None:
-        status = pod.setdefault("status", {})
+        """Make ``pod`` (a new version, not yet stored) Running and Ready; its status is replaced, not changed."""
+        status = pod["status"] = dict(pod.get("status", {}))
         status["phase"] = "Running"
         status.setdefault("startTime", to_rfc3339(self.clock.now()))
         conds = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "PodScheduled")]
@@ -360,8 +361,7 @@ class MemoryCluster:
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
             if ("", node) not in self._bucket("Node"):
                 raise NotFound(f'nodes "{node}" not found')
-            new = _copy_in(cur)
-            new.setdefault("spec", {})["nodeName"] = node
+            new = {**cur, "spec": {**cur.get("spec", {}), "nodeName": node}}  # copy-on-write
             if self.auto_run:
                 self._run_pod(new)
             self.bindings.append((f"{key[0]}/{name}", node))
@@ -418,10 +418,9 @@ class MemoryCluster:
             if not self.graceful_deletion or grace <= 0:
                 self.delete("Pod", name, namespace=key[0])
                 return
-            new = _copy_in(cur)
-            new["metadata"]["deletionTimestamp"] = to_rfc3339(self.clock.now() + grace)
-            new["metadata"]["deletionGracePeriodSeconds"] = grace
-            self._store("Pod", key, new)
+            meta = {**cur["metadata"], "deletionTimestamp": to_rfc3339(self.clock.now() + grace),
+                    "deletionGracePeriodSeconds": grace}
+            self._store("Pod", key, {**cur, "metadata": meta})
 
     def reap(self) -> builtins.list[str]:
         """Delete terminating pods whose grace period has passed; returns their keys."""
