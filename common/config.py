@@ -38,15 +38,22 @@ def _read(path: str | Path) -> str:
         raise ConfigError("not a UTF-8 text file", source=str(p)) from None
 
 
+def _syntax_error(exc: yaml.YAMLError | json.JSONDecodeError, path: str | Path) -> ConfigError:
+    """One line naming the file, where the text stops making sense, and why."""
+    if isinstance(exc, json.JSONDecodeError):
+        return ConfigError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path))
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return ConfigError(f"invalid YAML/JSON{where}: {getattr(exc, 'problem', None) or exc}", source=str(path))
+
+
 def load_document(path: str | Path) -> Any:
     """One YAML or JSON document."""
     text = _read(path)
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise ConfigError(f"invalid YAML/JSON{where}: {getattr(exc, 'problem', exc)}", source=str(path)) from None
+        raise _syntax_error(exc, path) from None
     if len(docs) > 1:
         raise ConfigError("expected one document, found several", source=str(path))
     return docs[0] if docs else None
@@ -61,7 +68,7 @@ def load_objects(path: str | Path) -> list[dict[str, Any]]:
         else:
             docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"invalid YAML/JSON: {exc}", source=str(path)) from None
+        raise _syntax_error(exc, path) from None
     out: list[dict[str, Any]] = []
 
     def add(doc: Any, where: str) -> None:

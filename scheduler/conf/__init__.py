@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from common.config import ConfigError
+from common.config import ConfigError, load_document
 
 __all__ = ["PluginOption", "Tier", "SchedulerConf", "parse_conf", "load_conf", "DEFAULT_CONF_YAML", "default_conf",
            "ConfHolder", "FLAG_KEYS"]
@@ -185,15 +185,8 @@ def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, vali
 
 def load_conf(path: str | os.PathLike[str]) -> SchedulerConf:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", source=str(p)) from exc
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", source=str(p)) from exc
-    return parse_conf(doc, source=str(p))
+    # unreadable, not UTF-8 or not YAML: a ConfigError naming the file (and the line), as for every other file
+    return parse_conf(load_document(p), source=str(p))
 
 
 def default_conf() -> SchedulerConf:

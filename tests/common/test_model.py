@@ -153,3 +153,15 @@ def test_pod_metric_views_built_slot_by_slot_equal_the_dataclass() -> None:
     assert [f.name for f in fields(PodMetricView)] == ["namespace", "name", "usage", "priority", "qos"]
     with pytest.raises(AttributeError):
         fast.name = "q"  # type: ignore[misc]
+
+
+def test_object_files_syntax_errors_are_one_line_naming_where(tmp_path: Path) -> None:
+    bad_json = tmp_path / "objects.json"
+    bad_json.write_text('[{"kind": "Pod"}\n')
+    with pytest.raises(ConfigError, match=r"objects.json: invalid JSON at line 2, column 1: Expecting ',' delimiter$"):
+        load_objects(bad_json)
+    bad_yaml = tmp_path / "objects.yaml"
+    bad_yaml.write_text("kind: Pod\nmetadata: {name: [\n")
+    with pytest.raises(ConfigError) as err:
+        load_objects(bad_yaml)
+    assert str(err.value).startswith(f"{bad_yaml}: invalid YAML/JSON at line 3, column 1: ") and "\n" not in str(err.value)

@@ -101,12 +101,22 @@ def test_reload_keeps_the_last_good_conf_and_counts_each_rejected_file_once(tmp_
     sched.run_once()
     assert holder.rejected == 2 and reloads() == 2
 
+    path.write_bytes(b"\xff\xfe tiers")  # not text: rejected like any bad conf (was a UnicodeDecodeError)
+    os.utime(path, (1_700_000_010, 1_700_000_010))
+    sched.run_once()
+    assert holder.rejected == 3 and holder.last_error.startswith(f"{path}: not a UTF-8 text file")
+    path.write_text("tiers: [\n")
+    os.utime(path, (1_700_000_011, 1_700_000_011))
+    sched.run_once()
+    assert holder.rejected == 4 and holder.last_error.startswith(f"{path}: invalid YAML/JSON at line 2, column 1: ")
+    assert "\n" not in holder.last_error  # one line for the log and the explain output
+
     path.unlink()  # unreadable: reported once while it lasts
     sched.run_once()
     sched.run_once()
-    assert holder.rejected == 3 and "No such file" in holder.last_error and holder.conf is good
+    assert holder.rejected == 5 and "No such file" in holder.last_error and holder.conf is good
 
     fixed = _with(LOADAWARE, ARGUMENT_NUMBERS[0], 50)
     _write(path, fixed, 3)
     sched.run_once()
-    assert holder.conf is not good and holder.last_error == "" and reloads() == 3
+    assert holder.conf is not good and holder.last_error == "" and reloads() == 5
