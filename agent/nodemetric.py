@@ -73,6 +73,10 @@ SYSTEM_MEMORY = "system/memory"
 MIN_AGGREGATE_SECONDS = 60
 MIN_REPORT_INTERVAL_SECONDS = 30
 DEFAULT_DURATIONS: tuple[float, ...] = (300.0, 600.0, 1800.0)
+# The longest window the agent keeps history for: koordlet's metric cache keeps 12 hours.  The history is
+# allocated up front per series (one sample per collect interval), so a mistyped window ("1000000h") would
+# otherwise take the agent down on every node; such a spec is refused and the last good policy kept.
+MAX_WINDOW_SECONDS = 12 * 3600
 
 
 def pod_series(uid: str, resource: str) -> str:
@@ -118,6 +122,9 @@ class MetricCollectPolicy:
         if not isinstance(raw, Mapping):
             raise ConfigError("expected an object", field=where, source=source)
         agg = _positive_int(raw.get("aggregateDurationSeconds"), 300, f"{where}.aggregateDurationSeconds", source)
+        if agg > MAX_WINDOW_SECONDS:
+            raise ConfigError(f"must be at most {MAX_WINDOW_SECONDS} (12h, the longest history kept), got {agg}",
+                              field=f"{where}.aggregateDurationSeconds", source=source)
         rep = _positive_int(raw.get("reportIntervalSeconds"), 60, f"{where}.reportIntervalSeconds", source)
         durations = DEFAULT_DURATIONS
         nap = raw.get("nodeAggregatePolicy")
@@ -165,6 +172,9 @@ def _durations(raw: Any, field_name: str, source: str) -> tuple[float, ...]:
             raise ConfigError(str(exc).split(": ", 1)[-1], field=f"{field_name}[{i}]", source=source) from None
         if seconds <= 0:
             raise ConfigError("must be positive", field=f"{field_name}[{i}]", source=source)
+        if seconds > MAX_WINDOW_SECONDS:
+            raise ConfigError(f"must be at most 12h (the longest history kept), got {d!r}", field=f"{field_name}[{i}]",
+                              source=source)
         if seconds not in out:
             out.append(seconds)
     return tuple(out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agent.nodemetric import (
@@ -167,3 +169,20 @@ def test_resource_map_truncates() -> None:
     assert resource_map(1.9999, 1023.9) == {"resources": {"cpu": "1999m", "memory": "1023"}}
     assert resource_map(0.0, 0.0) == {"resources": {"cpu": "0", "memory": "0"}}
     assert resource_map(None, 2048.0) == {"resources": {"memory": "2Ki"}}
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    [
+        ({"aggregateDurationSeconds": 43201}, "spec.metricCollectPolicy.aggregateDurationSeconds"),
+        ({"nodeAggregatePolicy": {"durations": ["5m", "12h1s"]}}, "spec.metricCollectPolicy.nodeAggregatePolicy.durations[1]"),
+    ],
+)
+def test_windows_longer_than_the_kept_history_are_refused(policy: dict[str, Any], field: str) -> None:
+    # the history is allocated up front: a mistyped window must not take the agent down
+    with pytest.raises(ConfigError) as err:
+        MetricCollectPolicy.from_spec({"metricCollectPolicy": policy}, source="nm")
+    assert err.value.field == field and "12h" in str(err.value)
+    longest = MetricCollectPolicy.from_spec(
+        {"metricCollectPolicy": {"aggregateDurationSeconds": 43200, "nodeAggregatePolicy": {"durations": ["12h"]}}})
+    assert longest.node_retention_seconds == 43200

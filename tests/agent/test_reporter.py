@@ -95,6 +95,13 @@ def test_an_existing_nodemetric_keeps_its_spec_and_the_agent_follows_it() -> Non
     assert reporter.report(_builder(clock, store)).ok
     assert reporter.policy.report_interval_seconds == 120
     assert "spec.metricCollectPolicy.reportIntervalSeconds" in reporter.policy_error
+    # A window longer than the history the agent keeps (allocated up front) is refused the same way.
+    cluster.inner.patch("NodeMetric", "n1", {"spec": {"metricCollectPolicy": {
+        "reportIntervalSeconds": 120, "nodeAggregatePolicy": {"durations": ["1m", "1000000h"]}}}})
+    clock.advance(120)
+    assert reporter.report(_builder(clock, store)).ok
+    assert reporter.policy.durations == (60.0, 120.0)
+    assert "spec.metricCollectPolicy.nodeAggregatePolicy.durations[1]: must be at most 12h" in reporter.policy_error
 
 
 def test_failed_reports_retry_with_doubling_backoff_and_then_carry_complete_windows() -> None:
