@@ -166,7 +166,8 @@ class Cluster(Protocol):
     ) -> Informer:
         """An informer (not started) that feeds ``handler`` the objects of ``kind``, then every change to them.
 
-        By default each event object is the handler's own: it may change it freely, nobody else sees that.
+        By default each event object is the handler's own copy: changing it changes nothing in the cluster nor
+        what other informers deliver.
         ``shared=True`` is the handler's promise to treat every event object, and everything reachable from it,
         as read-only, and to keep it from code that might change it; the backend may then hand it the very
         object it stores, shared with other readers and with later versions of the object, instead of a copy.
