@@ -26,6 +26,7 @@ __all__ = [
     "MEMORY",
     "PODS",
     "EPHEMERAL_STORAGE",
+    "MAX_QUANTITY",
     "Resources",
     "is_milli_resource",
     "is_byte_resource",
@@ -36,6 +37,17 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 EPHEMERAL_STORAGE = "ephemeral-storage"
+
+# Parsed quantities are exact integers, but sessions pack them into int64 arrays and sum them.  A quantity
+# beyond 2**53 (8 PiB of memory, 9 billion cores: a typo such as "1Ei" cores, or a "practically unlimited"
+# queue capability) is capped there when parsed, as Kubernetes caps quantities it cannot represent, so that
+# sums of a thousand of them still fit in int64 and every value converts to float64 exactly.
+MAX_QUANTITY = 2**53
+
+
+def _capped(n: int) -> int:
+    return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else (MAX_QUANTITY if n > 0 else -MAX_QUANTITY)
+
 
 def is_milli_resource(name: str) -> bool:
     """Names whose quantities are stored in millicores.
@@ -70,13 +82,13 @@ def _parse_one(name: str, raw: Any, field: str, key: Any) -> int:
     """One quantity of ``field``; the field's name for an error (``field.key``) is only built on failure."""
     if type(raw) is str:
         try:
-            return cached_milli_value(raw) if is_milli_resource(name) else cached_value(raw)
+            return _capped(cached_milli_value(raw) if is_milli_resource(name) else cached_value(raw))
         except QuantityError:
             pass  # parsed again below, for the message that names the field
     where = f"{field}.{key}"
     if is_milli_resource(name):
-        return milli_value(raw, field=where)
-    return value(raw, field=where)
+        return _capped(milli_value(raw, field=where))
+    return _capped(value(raw, field=where))
 
 
 class Resources(Mapping[str, int]):
@@ -135,7 +147,7 @@ class Resources(Mapping[str, int]):
                 except QuantityError:
                     return None
             if n:
-                d[k] = n
+                d[k] = n if -MAX_QUANTITY <= n <= MAX_QUANTITY else _capped(n)
         out = cls.__new__(cls)
         out._d = d
         out._hash = None

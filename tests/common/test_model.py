@@ -165,3 +165,12 @@ def test_object_files_syntax_errors_are_one_line_naming_where(tmp_path: Path) ->
     with pytest.raises(ConfigError) as err:
         load_objects(bad_yaml)
     assert str(err.value).startswith(f"{bad_yaml}: invalid YAML/JSON at line 3, column 1: ") and "\n" not in str(err.value)
+
+
+def test_quantities_past_the_packable_range_are_capped() -> None:
+    from common.resources import MAX_QUANTITY
+
+    big = Resources.parse({"cpu": "1Ei", "memory": "1e30", "example.com/x": -(10**30), "pods": "110"})
+    assert dict(big) == {"cpu": MAX_QUANTITY, "memory": MAX_QUANTITY, "example.com/x": -MAX_QUANTITY, "pods": 110}
+    assert Resources.parse({"memory": str(MAX_QUANTITY)})["memory"] == MAX_QUANTITY  # the bound itself is kept
+    assert Resources.parse({"memory": "8Pi"})["memory"] == 8 * 2**50 == MAX_QUANTITY

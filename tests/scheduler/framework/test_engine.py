@@ -81,3 +81,15 @@ def test_gang_below_min_member_stays_pending_with_condition_and_event() -> None:
     assert cond["message"].count("tasks in gang unschedulable") == 1
     warnings = [e for e in cluster.events if e.kind == "PodGroup" and e.reason == "Unschedulable"]
     assert warnings and warnings[0].message.count("tasks in gang unschedulable") == 1
+
+
+def test_a_pod_with_a_quantity_beyond_int64_does_not_stop_scheduling() -> None:
+    # "1Ei" cores is 2**60 * 1000 millicores: past int64. It is capped when parsed, so the session packs it like
+    # any other request: that pod is unschedulable for cpu, and the others are placed as usual.
+    cluster = _cluster(node("a", cpu="4"), pod("huge", cpu="1Ei"), pod("mem", cpu="1", memory="1e30"),
+                       pod("ok", cpu="1"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    res = sched.run_once()
+    assert res.placements == {"default/huge": None, "default/mem": None, "default/ok": "a"}
+    assert res.pending_messages["default/huge"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert res.pending_messages["default/mem"] == "0/1 nodes are available: 1 Insufficient memory."
