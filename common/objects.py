@@ -39,6 +39,24 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
+def _integer(raw: Any, default: int, field_name: str, *, minimum: int | None = None) -> int:
+    """An integer field: absent (None) is ``default``; a whole float (YAML's ``2.0``) or a digit string is read
+    as the API server would have, anything else is an error naming the field."""
+    if raw is None:
+        return default
+    if type(raw) is int:
+        value = raw
+    elif isinstance(raw, float) and raw.is_integer():
+        value = int(raw)
+    elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+        value = int(raw)
+    else:
+        raise ValueError(f"{field_name}: expected an integer, got {raw!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{field_name} must be >= {minimum}")
+    return value
+
+
 def _time(raw: Any, field_name: str) -> float | None:
     if not raw:
         return None
@@ -208,7 +226,7 @@ class PodView:
             annotations=dict(meta.get("annotations") or {}),
             node_name=str(spec.get("nodeName", "") or ""),
             phase=str(status.get("phase", "Pending") or "Pending"),
-            priority=int(prio) if prio is not None else 0,
+            priority=_integer(prio, 0, f"{where}: spec.priority"),
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
             scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
             qos=qos_class(obj),
@@ -321,8 +339,10 @@ class NodeMetricView:
             node_usage,
             aggregated,
             tuple(pods),
-            int(policy.get("aggregateDurationSeconds", 300) or 300),
-            int(policy.get("reportIntervalSeconds", 60) or 60),
+            _integer(policy.get("aggregateDurationSeconds") or None, 300,
+                     f"NodeMetric {name}: spec.metricCollectPolicy.aggregateDurationSeconds"),
+            _integer(policy.get("reportIntervalSeconds") or None, 60,
+                     f"NodeMetric {name}: spec.metricCollectPolicy.reportIntervalSeconds"),
             durations,
             str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
             obj,
@@ -358,15 +378,14 @@ class PodGroupView:
         ns = str(meta.get("namespace", "default") or "default")
         name = str(meta.get("name", ""))
         where = f"PodGroup {ns}/{name}"
-        min_member = int(spec.get("minMember", 1) if spec.get("minMember") is not None else 1)
-        if min_member < 0:
-            raise ValueError(f"{where}: spec.minMember must be >= 0")
+        min_member = _integer(spec.get("minMember"), 1, f"{where}: spec.minMember", minimum=0)
         return cls(
             namespace=ns,
             name=name,
             uid=str(meta.get("uid", "")),
             min_member=min_member,
-            min_task_member={str(k): int(v) for k, v in (spec.get("minTaskMember") or {}).items()},
+            min_task_member={str(k): _integer(v, 0, f"{where}: spec.minTaskMember.{k}", minimum=0)
+                             for k, v in (spec.get("minTaskMember") or {}).items()},
             min_resources=Resources.parse(spec.get("minResources"), field=f"{where}: spec.minResources"),
             queue=str(spec.get("queue", "default") or "default"),
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
@@ -399,9 +418,7 @@ class QueueView:
         status = obj.get("status") or {}
         name = str(meta.get("name", ""))
         where = f"Queue {name}"
-        weight = int(spec.get("weight", 1) if spec.get("weight") is not None else 1)
-        if weight < 0:
-            raise ValueError(f"{where}: spec.weight must be >= 0")
+        weight = _integer(spec.get("weight"), 1, f"{where}: spec.weight", minimum=0)
         return cls(
             name=name,
             weight=weight,
@@ -409,7 +426,7 @@ class QueueView:
             deserved=Resources.parse(spec.get("deserved"), field=f"{where}: spec.deserved"),
             guarantee=Resources.parse((spec.get("guarantee") or {}).get("resource"), field=f"{where}: spec.guarantee.resource"),
             reclaimable=bool(spec.get("reclaimable", True) if spec.get("reclaimable") is not None else True),
-            priority=int(spec.get("priority", 0) or 0),
+            priority=_integer(spec.get("priority"), 0, f"{where}: spec.priority"),
             parent=str(spec.get("parent", "") or ""),
             state=str(status.get("state", "Open") or "Open"),
             raw=obj,
@@ -428,7 +445,7 @@ class PriorityClassView:
     def parse(cls, obj: Mapping[str, Any]) -> PriorityClassView:
         return cls(
             name=str(_meta(obj).get("name", "")),
-            value=int(obj.get("value", 0) or 0),
+            value=_integer(obj.get("value"), 0, f"PriorityClass {_meta(obj).get('name', '')}: value"),
             global_default=bool(obj.get("globalDefault", False)),
             preemption_policy=str(obj.get("preemptionPolicy", "PreemptLowerPriority") or "PreemptLowerPriority"),
             raw=obj,

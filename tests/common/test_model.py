@@ -7,7 +7,16 @@ import pytest
 
 from common.config import ConfigError, load_document, load_objects
 from common.duration import format_duration, parse_duration
-from common.objects import NodeMetricView, NodeView, PodGroupView, PodMetricView, PodView, QueueView, _pod_metric
+from common.objects import (
+    NodeMetricView,
+    NodeView,
+    PodGroupView,
+    PodMetricView,
+    PodView,
+    PriorityClassView,
+    QueueView,
+    _pod_metric,
+)
 from common.qos import PriorityClass, QoSClass
 from common.resources import Resources
 from common.selectors import LabelSelector, SelectorError, match_field_selector, parse_selector_string
@@ -174,3 +183,34 @@ def test_quantities_past_the_packable_range_are_capped() -> None:
     assert dict(big) == {"cpu": MAX_QUANTITY, "memory": MAX_QUANTITY, "example.com/x": -MAX_QUANTITY, "pods": 110}
     assert Resources.parse({"memory": str(MAX_QUANTITY)})["memory"] == MAX_QUANTITY  # the bound itself is kept
     assert Resources.parse({"memory": "8Pi"})["memory"] == 8 * 2**50 == MAX_QUANTITY
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": "x"}}, "Queue q: spec.weight: expected an integer, got 'x'"),
+        ({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 1.5}}, "Queue q: spec.weight: expected an integer, got 1.5"),
+        ({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": -1}}, "Queue q: spec.weight must be >= 0"),
+        ({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"priority": [1]}}, "Queue q: spec.priority: expected an integer"),
+        ({"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "spec": {"minMember": "two"}},
+         "PodGroup ns/g: spec.minMember: expected an integer, got 'two'"),
+        ({"kind": "PodGroup", "metadata": {"name": "g", "namespace": "ns"}, "spec": {"minTaskMember": {"w": -1}}},
+         "PodGroup ns/g: spec.minTaskMember.w must be >= 0"),
+        ({"kind": "PriorityClass", "metadata": {"name": "pc"}, "value": "high"}, "PriorityClass pc: value: expected an integer"),
+        ({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns"}, "spec": {"priority": "high", "containers": []}},
+         "Pod ns/p: spec.priority: expected an integer, got 'high'"),
+    ],
+)
+def test_integer_fields_name_themselves_when_wrong(obj: dict[str, object], message: str) -> None:
+    parse = {"Queue": QueueView.parse, "PodGroup": PodGroupView.parse, "Pod": PodView.parse,
+             "PriorityClass": PriorityClassView.parse}[str(obj["kind"])]
+    with pytest.raises(ValueError) as err:
+        parse(obj)
+    assert message in str(err.value)
+
+
+def test_integer_fields_read_what_the_api_server_would() -> None:
+    q = QueueView.parse({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": 2.0, "priority": "3"}})
+    assert (q.weight, q.priority) == (2, 3)
+    g = PodGroupView.parse({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {}})
+    assert g.min_member == 1
