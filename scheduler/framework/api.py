@@ -11,7 +11,7 @@ import enum
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +33,12 @@ __all__ = [
     "TASK_SPEC_KEY",
     "TASK_PRIORITY_KEY",
     "task_status_of",
+    "Tracked",
+    "untouch",
+    "is_untouched",
     "TaskInfo",
     "JobInfo",
+    "SingleJob",
     "NodeInfo",
     "QueueInfo",
     "compare_tasks",
@@ -108,9 +112,33 @@ def pod_flag(pod: PodView, key: str) -> str | None:
     return pod.labels.get(key)
 
 
+class Tracked:
+    """Notes that any attribute of the object was set: a session may then take over an object the previous session
+    left as it is — instead of making it anew — only while nothing set anything on it since the session before
+    made it (:func:`is_untouched`, :func:`untouch`)."""
+
+    __slots__ = ("_touched",)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_touched", True)
+
+
+def untouch(obj: Tracked | SingleJob) -> None:
+    """Clear the note: ``obj`` is as it was made."""
+    object.__setattr__(obj, "_touched", False)
+
+
+def is_untouched(obj: Tracked | SingleJob) -> bool:
+    """Nothing set an attribute of ``obj`` since :func:`untouch`."""
+    return getattr(obj, "_touched", True) is False
+
+
 @dataclass(slots=True, eq=False)
-class TaskInfo:
-    """One pod inside a session.  Mutable: status and node change as actions work."""
+class TaskInfo(Tracked):
+    """One pod inside a session.  Mutable: status and node change as actions work.  Every field is an immutable
+    value (the vector is read-only), so setting attributes is the only way to change a task, and
+    :class:`Tracked` notes it."""
 
     uid: str
     job: str
@@ -247,9 +275,9 @@ class JobInfo:
         status = task.status
         phase = "Pending" if status is TaskStatus.PENDING else "Running"
         if renew is None:
-            job = cls(uid, name, namespace, queue, priority, 1, {}, _NO_RESOURCES, None, phase, creation_time)
-            job.add_task(task)
-            return job
+            made = SingleJob(uid, name, namespace, queue, priority, 1, {}, _NO_RESOURCES, None, phase, creation_time)
+            made.add_task(task)
+            return made
         # renew(...) then add_task(task), in one go: this runs for most pods in every session
         job = renew
         job.uid, job.name, job.namespace, job.queue, job.priority = uid, name, namespace, queue, priority
@@ -497,6 +525,39 @@ class JobInfo:
         for t in self.tasks.values():
             total = total + t.resreq
         return total
+
+
+class SingleJob(JobInfo):
+    """The group of one of a pod without a PodGroup (:meth:`JobInfo.single`), noting any change made to it, as
+    :class:`Tracked` does: setting an attribute, or adding tasks.  Its other containers change only through its
+    methods (``tasks`` and ``index``), or are empty when it is made (``fit_errors``, ``min_task_member``: a session
+    taking the job over as it is checks them).
+
+    Enqueue stamps ``schedule_start`` on every job, every session: that is not noted; a session taking the job
+    over clears it again."""
+
+    __slots__ = ("_touched",)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name != "schedule_start":
+            object.__setattr__(self, "_touched", True)
+
+    def add_task(self, task: TaskInfo) -> None:
+        object.__setattr__(self, "_touched", True)
+        JobInfo.add_task(self, task)
+
+    def add_tasks(self, tasks: Iterable[TaskInfo]) -> None:
+        object.__setattr__(self, "_touched", True)
+        JobInfo.add_tasks(self, tasks)
+
+    def take_over(self, priority: int) -> bool:
+        """Whether the job is still what :meth:`JobInfo.single` made of its (untouched) task with this
+        ``priority``: then it is made so again (``schedule_start`` cleared) and the caller may take it as it is."""
+        if getattr(self, "_touched", True) or self.priority != priority or self.fit_errors or self.min_task_member:
+            return False
+        object.__setattr__(self, "schedule_start", None)
+        return True
 
 
 class NodeInfo:

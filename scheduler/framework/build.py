@@ -14,7 +14,7 @@ import numpy.typing as npt
 from common.objects import NodeView, PodGroupView
 from common.resources import Resources
 
-from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
+from .api import JobInfo, NodeInfo, QueueInfo, SingleJob, TaskInfo, TaskStatus, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, job_priority
@@ -134,7 +134,17 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
         jid = t.job_id
         # the previous session's objects for this pod, unless another task of this session already took them
         old = renewing and e.epoch != epoch
-        task = t.task(pod, jid if ours else "", e.task if old else None)
+        job_arg = jid if ours else ""
+        prev = e.task if old else None
+        # the previous task is taken over as it is when nothing changed it (it was made from this very template
+        # and pod), else made anew in place
+        kept = prev is not None and getattr(prev, "_touched", True) is False and prev.job is job_arg
+        if kept and prev is not None:
+            task = prev
+        else:
+            task = t.task(pod, job_arg, prev)
+            if renewing:
+                untouch(task)   # as made: the next session may take it over as it is while nothing sets it
         if renewing:
             e.task, e.epoch = task, epoch
         if ours:
@@ -143,8 +153,13 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
                 pc = classes.get(t.priority_class_name)
                 priority = pc.value if pc is not None else (
                     t.spec_priority if t.spec_priority is not None else default_priority)
-                job = JobInfo.single(jid, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
-                                     task, e.job if old else None)
+                job = e.job if old else None
+                # likewise the group of one, when its task was taken over and nothing changed the job either
+                if not (kept and isinstance(job, SingleJob) and job.take_over(priority)):
+                    job = JobInfo.single(jid, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
+                                         task, job)
+                    if renewing and isinstance(job, SingleJob):
+                        untouch(job)
                 if renewing:
                     e.job = job
                 jobs[jid] = job

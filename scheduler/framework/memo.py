@@ -63,7 +63,9 @@ class SessionMemo:
     memoised task vectors were built for).  A session without a scheduler gets a fresh, empty memo.
 
     Besides immutable derived values, a session may also take over the mutable task, job and node objects of the
-    session before it — made anew in place, which spares allocating (and garbage-collecting) them every period.
+    session before it — made anew in place, which spares allocating (and garbage-collecting) them every period, or
+    taken as they are when nothing changed them since they were made (a task, a pod's group of one: they note any
+    change, see :class:`~scheduler.framework.api.Tracked`).
     Only one session at a time may do so: the one that :meth:`claim` admits, until it is :meth:`release` d (the
     engine releases a session once it has written it back and nothing reads it any more)."""
 

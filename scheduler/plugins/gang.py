@@ -130,7 +130,8 @@ class Gang:
                 job.unschedulable = True
                 continue
             if job.is_ready() or _releasing_but_scheduled(job):
-                job.unschedulable = False
+                if job.unschedulable:   # set only when it changes: a job nothing changed may be taken over as it is
+                    job.unschedulable = False
                 continue
             schedulable = schedulable_task_num(job, self.last)
             job.job_fit_error = unschedulable_message(job.min_available, schedulable, len(job.tasks),

@@ -17,11 +17,12 @@ from common.clock import FakeClock, to_rfc3339
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.resources import Resources
 from scheduler.binder import EventLimiter
-from scheduler.framework.api import JobInfo, NodeInfo, TaskInfo, TaskStatus
+from scheduler.framework.api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, is_untouched, untouch
 from scheduler.framework.memo import IdentityMemo, SessionMemo
 from scheduler.framework.plugin import actions
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
+from scheduler.framework.status import FitErrors
 from scheduler.plugins.loadaware import LoadAware
 from scheduler.plugins.podtopologyspread import PodIndex
 from scheduler.writeback import WriteBack
@@ -97,12 +98,21 @@ class World:
     def set_group(self, name: str, min_member: int) -> None:
         self.groups[name] = PodGroupView.parse(podgroup(name, min_member, priority_class="high"))
 
-    def add_pod(self, cpu: str | None, group: str = "", annotations: dict[str, str] | None = None) -> None:
+    def add_pod(self, cpu: str | None, group: str = "", annotations: dict[str, str] | None = None, *,
+                gated: bool = False) -> None:
         self.seq += 1
         name = f"p{self.seq}"
         obj = pod(name, cpu=cpu, memory="512Mi" if cpu else None, group=group, created=T0 + self.seq,
-                  annotations=annotations, labels={"app": "a" if self.seq % 2 else "b"})
+                  annotations=annotations, labels={"app": "a" if self.seq % 2 else "b"},
+                  extra_spec={"schedulingGates": [{"name": "wait"}]} if gated else None)
         self.pods[name] = PodView.parse(obj)
+
+    def set_default_class(self, value: int | None) -> None:
+        """A globalDefault PriorityClass of ``value`` (None: none): the priority of every group of one changes."""
+        self.classes.pop("default", None)
+        if value is not None:
+            self.classes["default"] = PriorityClassView.parse({"metadata": {"name": "default"}, "value": value,
+                                                               "globalDefault": True})
 
     def bind(self, name: str, node_name: str) -> None:
         old = self.pods[name]
@@ -127,9 +137,11 @@ class World:
         return snap
 
 
-OPS = st.lists(st.tuples(st.sampled_from(["add", "add-group", "add-best-effort", "bind", "delete", "annotate",
-                                          "metric", "stale-metric", "taint", "label", "resize", "group", "policy",
-                                          "queue", "tick"]),
+# add-big: a pod no node fits, pending session after session (its task gets a fit message, its job gang's error);
+# add-gated: a pod enqueue admits but allocate leaves alone (its job's phase changes, its task does not)
+OPS = st.lists(st.tuples(st.sampled_from(["add", "add-group", "add-best-effort", "add-big", "add-gated", "bind",
+                                          "delete", "annotate", "metric", "stale-metric", "taint", "label", "resize",
+                                          "group", "policy", "queue", "default-class", "tick"]),
                          st.integers(0, 50), st.integers(0, 7000)), min_size=1, max_size=4)
 
 
@@ -142,6 +154,10 @@ def _apply(world: World, op: str, i: int, v: int) -> None:
         world.add_pod(f"{100 + v % 900}m", group="g")
     elif op == "add-best-effort":
         world.add_pod(None)
+    elif op == "add-big":
+        world.add_pod("64")
+    elif op == "add-gated":
+        world.add_pod(f"{100 + v % 900}m", gated=True)
     elif op == "bind" and names:
         pending = [n for n in names if not world.pods[n].node_name]
         if pending:
@@ -173,6 +189,8 @@ def _apply(world: World, op: str, i: int, v: int) -> None:
         world.policy = _policy(40 + v % 50)
     elif op == "queue":
         world.queues = {"default": QueueView.parse(queue("default", weight=1 + v % 3))}
+    elif op == "default-class":
+        world.set_default_class(None if v % 3 == 0 else v % 100)
     elif op == "tick":
         world.now += 30
 
@@ -355,3 +373,38 @@ def test_total_allocatable_matches_adding_resources_in_turn() -> None:
         total = total + n.allocatable
     assert snap.total_allocatable() == total
     assert list(snap.total_allocatable()) == list(total)
+
+
+def test_setting_any_attribute_of_a_task_or_a_group_of_one_is_noted() -> None:
+    world = World()
+    world.add_pod("500m")
+    view = next(iter(world.pods.values()))
+    ssn = Session(world.snapshot(), CONF, clock=FakeClock(world.now), sink=RecordingSink())
+    job = ssn.jobs[f"default/podgroup-{view.uid}"]
+    task = job.tasks[view.uid]
+    assert isinstance(job, SingleJob)
+    for f in dataclasses.fields(TaskInfo):
+        untouch(task)
+        assert is_untouched(task)
+        setattr(task, f.name, getattr(task, f.name))    # even the same value
+        assert not is_untouched(task), f.name
+    for f in dataclasses.fields(JobInfo):
+        untouch(job)
+        setattr(job, f.name, getattr(job, f.name))
+        # enqueue stamps schedule_start every session: taking the job over clears it instead
+        assert is_untouched(job) is (f.name == "schedule_start"), f.name
+    priority = job.priority
+    untouch(job)
+    job.schedule_start = 5.0
+    assert job.take_over(priority) and job.schedule_start is None
+    assert not job.take_over(priority + 1)
+    job.fit_errors["x"] = FitErrors(1)
+    assert not job.take_over(priority)
+    job.fit_errors.clear()
+    job.add_tasks([])
+    assert not job.take_over(priority)
+    untouch(job)
+    job.add_task(task)
+    assert not job.take_over(priority)
+    fresh = JobInfo.single(job.uid, job.name, job.namespace, job.queue, priority, job.creation_time, task)
+    assert not is_untouched(fresh)   # made: touched until a session build marks it as made
