@@ -18,7 +18,8 @@ class Enqueue:
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
         for job in ssn.jobs.values():
             if job.schedule_start is None:
-                job.schedule_start = ssn.now
+                # not noted as a change (SingleJob): every session stamps every job, and taking one over clears it
+                object.__setattr__(job, "schedule_start", ssn.now)
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 continue

@@ -533,8 +533,8 @@ class SingleJob(JobInfo):
     methods (``tasks`` and ``index``), or are empty when it is made (``fit_errors``, ``min_task_member``: a session
     taking the job over as it is checks them).
 
-    Enqueue stamps ``schedule_start`` on every job, every session: that is not noted; a session taking the job
-    over clears it again."""
+    Enqueue stamps ``schedule_start`` on every job, every session (bypassing the note, which would cost a Python
+    call per job): that is not noted either way; a session taking the job over clears it again."""
 
     __slots__ = ("_touched",)
 
