@@ -13,6 +13,7 @@ from typing import Any
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
+from common.podshape import check_pod
 from common.podspec import pod_limits, pod_requests
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class, qos_class
 from common.resources import Resources
@@ -203,6 +204,7 @@ class PodView:
         name = str(meta.get("name", ""))
         where = f"Pod {ns}/{name}"
         try:
+            check_pod(obj)
             requests = pod_requests(obj)
             nonzero = pod_requests(obj, non_zero=True)
             limits = pod_limits(obj)

@@ -93,3 +93,14 @@ def test_a_pod_with_a_quantity_beyond_int64_does_not_stop_scheduling() -> None:
     assert res.placements == {"default/huge": None, "default/mem": None, "default/ok": "a"}
     assert res.pending_messages["default/huge"] == "0/1 nodes are available: 1 Insufficient cpu."
     assert res.pending_messages["default/mem"] == "0/1 nodes are available: 1 Insufficient memory."
+
+
+def test_a_malformed_pod_is_skipped_and_the_others_schedule() -> None:
+    # an API server would have refused it; the in-memory cluster and explain snapshots do not
+    bad = pod("bad", extra_spec={"tolerations": ["all"]})
+    cluster = _cluster(node("a", cpu="4"), bad, pod("ok", cpu="1"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    res = sched.run_once()
+    assert res.placements == {"default/ok": "a"}
+    assert sched.cache.parse_errors == {
+        "Pod default/bad": "Pod default/bad: spec.tolerations[0]: expected an object, got 'all'"}
