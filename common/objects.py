@@ -6,10 +6,11 @@ view keeps ``raw`` for writing back and for anything the view does not model.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
@@ -38,6 +39,54 @@ AGGREGATION_TYPES = ("avg", "p50", "p90", "p95", "p99")
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
+
+
+_View = TypeVar("_View")
+
+
+def _parser(kind: str) -> Callable[[Callable[[Any, Mapping[str, Any]], _View]], Callable[[Any, Mapping[str, Any]], _View]]:
+    """Every error a view's ``parse`` raises is a ValueError naming the object: the top-level sections must be
+    objects (named when they are not), and a deeper part of the wrong shape (a string where a list of objects
+    belongs) is reported as a malformed object instead of escaping as AttributeError or TypeError, which the
+    scheduler's cache and the command line treat as bugs, not as bad input."""
+
+    def wrap(parse: Callable[[Any, Mapping[str, Any]], _View]) -> Callable[[Any, Mapping[str, Any]], _View]:
+        @functools.wraps(parse)
+        def checked(cls: Any, obj: Mapping[str, Any]) -> _View:
+            if not isinstance(obj, Mapping):
+                raise ValueError(f"{kind}: expected an object, got {obj!r:.60}")
+            meta = obj.get("metadata")
+            where = kind
+            if isinstance(meta, Mapping):
+                ns, name = meta.get("namespace"), meta.get("name", "")
+                where = f"{kind} {ns}/{name}" if ns and kind in _NAMESPACED else f"{kind} {name}"
+            for section in ("metadata", "spec", "status"):
+                v = obj.get(section)
+                if v is not None and not isinstance(v, Mapping):
+                    raise ValueError(f"{where}: {section}: expected an object, got {v!r:.60}")
+            try:
+                return parse(cls, obj)
+            except (AttributeError, TypeError, KeyError) as exc:
+                raise ValueError(f"{where}: malformed object ({type(exc).__name__}: {exc})") from None
+
+        return checked
+
+    return wrap
+
+
+_NAMESPACED = frozenset({"Pod", "PodGroup"})
+
+
+def _strings(raw: Any, field_name: str) -> dict[str, str]:
+    """A map of strings (labels, annotations)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{field_name}: expected an object, got {raw!r:.60}")
+    for k, v in raw.items():
+        if not isinstance(v, str):
+            raise ValueError(f"{field_name}.{k}: expected a string, got {v!r:.60}")
+    return dict(raw)
 
 
 def _integer(raw: Any, default: int, field_name: str, *, minimum: int | None = None) -> int:
@@ -122,6 +171,7 @@ class NodeView:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
+    @_parser("Node")
     def parse(cls, obj: Mapping[str, Any]) -> NodeView:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -139,8 +189,8 @@ class NodeView:
         return cls(
             name=name,
             uid=str(meta.get("uid", "")),
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
+            labels=_strings(meta.get("labels"), f"{where}: metadata.labels"),
+            annotations=_strings(meta.get("annotations"), f"{where}: metadata.annotations"),
             allocatable=allocatable,
             capacity=capacity or allocatable,
             taints=tuple(Taint.parse(t) for t in spec.get("taints") or []),
@@ -196,6 +246,7 @@ class PodView:
         return self.owner_kind == "DaemonSet"
 
     @classmethod
+    @_parser("Pod")
     def parse(cls, obj: Mapping[str, Any]) -> PodView:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -297,6 +348,7 @@ class NodeMetricView:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
+    @_parser("NodeMetric")
     def parse(cls, obj: Mapping[str, Any]) -> NodeMetricView:
         meta = _meta(obj)
         name = str(meta.get("name", ""))
@@ -373,6 +425,7 @@ class PodGroupView:
         return f"{self.namespace}/{self.name}"
 
     @classmethod
+    @_parser("PodGroup")
     def parse(cls, obj: Mapping[str, Any]) -> PodGroupView:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -414,6 +467,7 @@ class QueueView:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
+    @_parser("Queue")
     def parse(cls, obj: Mapping[str, Any]) -> QueueView:
         meta = _meta(obj)
         spec = obj.get("spec") or {}
@@ -444,6 +498,7 @@ class PriorityClassView:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
     @classmethod
+    @_parser("PriorityClass")
     def parse(cls, obj: Mapping[str, Any]) -> PriorityClassView:
         return cls(
             name=str(_meta(obj).get("name", "")),

@@ -2,6 +2,7 @@
 
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -214,3 +215,27 @@ def test_integer_fields_read_what_the_api_server_would() -> None:
     assert (q.weight, q.priority) == (2, 3)
     g = PodGroupView.parse({"kind": "PodGroup", "metadata": {"name": "g"}, "spec": {}})
     assert g.min_member == 1
+
+
+@pytest.mark.parametrize(
+    ("parse", "obj", "message"),
+    [
+        (NodeView.parse, "node", "Node: expected an object, got 'node'"),
+        (NodeView.parse, {"metadata": {"name": "n"}, "spec": "x"}, "Node n: spec: expected an object, got 'x'"),
+        (NodeView.parse, {"metadata": {"name": "n"}, "spec": {"taints": "x"}}, "Node n: malformed object (AttributeError"),
+        (NodeView.parse, {"metadata": {"name": "n", "labels": {"zone": ["a"]}}}, "Node n: metadata.labels.zone: expected a string"),
+        (PodView.parse, {"metadata": {"name": "p", "namespace": "ns"}, "status": "x"}, "Pod ns/p: status: expected an object"),
+        (NodeMetricView.parse, {"metadata": {"name": "n"}, "status": {"podsMetric": "x"}}, "NodeMetric n: malformed object"),
+        (NodeMetricView.parse, {"metadata": {"name": "n"}, "status": {"nodeMetric": {"aggregatedNodeUsages": [{"usage": "x"}]}}},
+         "NodeMetric n: malformed object"),
+        (PodGroupView.parse, {"metadata": {"name": "g", "namespace": "ns"}, "spec": {"minTaskMember": "x"}},
+         "PodGroup ns/g: malformed object"),
+        (QueueView.parse, {"metadata": {"name": "q"}, "spec": {"guarantee": "x"}}, "Queue q: malformed object"),
+        (PriorityClassView.parse, {"metadata": "x"}, "PriorityClass: metadata: expected an object"),
+    ],
+)
+def test_objects_of_the_wrong_shape_are_value_errors_naming_them(parse: Any, obj: Any, message: str) -> None:
+    # the scheduler's cache skips an object whose parse raises ValueError; anything else escaped into the watch
+    with pytest.raises(ValueError) as err:
+        parse(obj)
+    assert str(err.value).startswith(message)

@@ -104,3 +104,12 @@ def test_a_malformed_pod_is_skipped_and_the_others_schedule() -> None:
     assert res.placements == {"default/ok": "a"}
     assert sched.cache.parse_errors == {
         "Pod default/bad": "Pod default/bad: spec.tolerations[0]: expected an object, got 'all'"}
+
+
+def test_a_malformed_node_is_skipped_and_the_others_are_used() -> None:
+    broken = node("broken", cpu="64")
+    broken["spec"]["taints"] = "none"  # not a list: an API server refuses it, the in-memory cluster does not
+    cluster = _cluster(broken, node("a", cpu="4"), pod("ok", cpu="1"))
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    assert sched.run_once().placements == {"default/ok": "a"}
+    assert sched.cache.parse_errors["Node broken"].startswith("Node broken: malformed object (")
