@@ -138,7 +138,8 @@ class SchedulerCache:
                     # a malformed object is skipped, not fatal; the previous version (if any) is dropped too
                     self.parse_errors[f"{kind} {key}"] = str(exc)
                     self._objects[kind].pop(key, None)
-                    log.warning("skipping %s %s: %s", kind, key, exc)
+                    # the views' messages already start with the object ("Pod ns/name: spec...")
+                    log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
                 self.parse_errors.pop(f"{kind} {key}", None)
                 self._objects[kind][key] = view

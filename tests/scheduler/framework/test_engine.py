@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
 from scheduler.engine import Scheduler
@@ -113,3 +117,10 @@ def test_a_malformed_node_is_skipped_and_the_others_are_used() -> None:
     sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
     assert sched.run_once().placements == {"default/ok": "a"}
     assert sched.cache.parse_errors["Node broken"].startswith("Node broken: malformed object (")
+
+
+def test_a_skipped_object_is_logged_once_by_name_with_its_field(caplog: pytest.LogCaptureFixture) -> None:
+    cluster = _cluster(node("a"), pod("bad", extra_spec={"tolerations": "all"}))
+    with caplog.at_level(logging.WARNING, logger="scheduler.cache"):
+        Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60)).run_once()
+    assert "skipping Pod default/bad: spec.tolerations: expected a list, got 'all'" in caplog.messages
