@@ -23,6 +23,7 @@ import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,24 @@ class _Placed:
     terminating: bool
 
 
+class _NodeSeed:
+    """What one node's tasks gave the index as a session opened — their placement records in order, the rows they
+    count on, those with pod affinity or host ports — and what they were: their uids, pods (the very objects),
+    node names and statuses, in the node's order, and the node's index."""
+
+    __slots__ = ("index", "uids", "pods", "names", "statuses", "placed", "rows", "with_affinity", "with_host_ports")
+
+    def __init__(self, index: int | None, uids: list[str], pods: list[PodView], names: list[str],
+                 statuses: list[TaskStatus]) -> None:
+        self.index, self.uids, self.pods, self.names, self.statuses = index, uids, pods, names, statuses
+        self.placed: list[tuple[str, _Placed]] = []
+        self.rows: list[int] = []
+        self.with_affinity: list[tuple[str, _Placed]] = []
+        self.with_host_ports: list[tuple[str, _Placed]] = []
+
+
+_NODES_KEY = "podindex.nodes"
+_UID, _POD, _NODE_NAME, _STATUS = (attrgetter(a) for a in ("uid", "pod", "node_name", "status"))
 _INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
 # statuses of the tasks the index counts on their node (on_node or pipelined)
 _INDEXED = frozenset(s for s in TaskStatus if on_node(s) or s is TaskStatus.PIPELINED)
@@ -96,21 +115,42 @@ class PodIndex:
     def _seed(self, ssn: Session) -> None:
         """``sync`` of every task on a node as the session opens (no matcher is counted yet).  Per pod object, the
         session memo keeps its affinity/host-port flags and its last placement record, reused when it still says
-        the same node and the same terminating state."""
+        the same node and the same terminating state; per node, what the node's tasks gave, taken again as a whole
+        while they are the same pods with the same uids, node names and statuses."""
         memo = ssn.memo.table("podindex.pod")
+        kept: dict[str, _NodeSeed] = ssn.memo.value(_NODES_KEY) or {}
+        seeds: dict[str, _NodeSeed] = {}
         index, placed_by_uid = self._index, self._placed
         rows: list[int] = []
         for nd in ssn.nodes:
-            for task in nd.tasks.values():
+            tasks = list(nd.tasks.values())
+            uids = list(map(_UID, tasks))
+            pods = list(map(_POD, tasks))
+            names = list(map(_NODE_NAME, tasks))
+            statuses = list(map(_STATUS, tasks))
+            hit = kept.get(nd.name)
+            if hit is not None and hit.index == index.get(nd.name) and hit.uids == uids and hit.names == names \
+                    and hit.statuses == statuses and len(hit.pods) == len(pods) and all(map(is_, hit.pods, pods)):
+                before = len(placed_by_uid)
+                placed_by_uid.update(hit.placed)
+                if len(placed_by_uid) - before == len(hit.placed):
+                    rows += hit.rows
+                    self.with_affinity.update(hit.with_affinity)
+                    self.with_host_ports.update(hit.with_host_ports)
+                    seeds[nd.name] = hit
+                    continue
+                # a uid already seen on another node (not from a real cluster): seed it all task by task
+                self._reseed(ssn)
+                return
+            seed = _NodeSeed(index.get(nd.name), uids, pods, names, statuses)
+            for task in tasks:
                 idx = index.get(task.node_name) if task.node_name else None
                 status = task.status
                 if idx is None or status not in _INDEXED:
                     continue
                 if task.uid in placed_by_uid:   # the same uid twice (not from a real cluster): sync decides
-                    self._count(rows)
-                    rows = []
-                    self.sync(task)
-                    continue
+                    self._reseed(ssn)
+                    return
                 pod = task.pod
                 terminating = status is TaskStatus.RELEASING or pod.deleting
                 got: list[Any] | None = memo.get(pod)
@@ -120,12 +160,30 @@ class PodIndex:
                 if placed is None or placed.node != idx or placed.terminating != terminating:
                     placed = got[2] = _Placed(pod, idx, terminating)
                 placed_by_uid[task.uid] = placed
-                rows.append(idx)
+                seed.placed.append((task.uid, placed))
+                seed.rows.append(idx)
                 if got[0]:
                     self.with_affinity[task.uid] = placed
+                    seed.with_affinity.append((task.uid, placed))
                 if got[1]:
                     self.with_host_ports[task.uid] = placed
+                    seed.with_host_ports.append((task.uid, placed))
+            rows += seed.rows
+            if names.count(nd.name) == len(names):   # every task there counts on the node's own row
+                seeds[nd.name] = seed
+        ssn.memo.set_value(_NODES_KEY, seeds)
         self._count(rows)
+
+    def _reseed(self, ssn: Session) -> None:
+        """``sync`` of every task on a node in turn, from an empty index (and nothing kept for the next session)."""
+        ssn.memo.set_value(_NODES_KEY, None)
+        self._placed.clear()
+        self.with_affinity.clear()
+        self.with_host_ports.clear()
+        self.pod_count[:] = 0
+        for nd in ssn.nodes:
+            for task in nd.tasks.values():
+                self.sync(task)
 
     def _count(self, rows: list[int]) -> None:
         if rows:

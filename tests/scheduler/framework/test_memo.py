@@ -408,3 +408,37 @@ def test_setting_any_attribute_of_a_task_or_a_group_of_one_is_noted() -> None:
     assert not job.take_over(priority)
     fresh = JobInfo.single(job.uid, job.name, job.namespace, job.queue, priority, job.creation_time, task)
     assert not is_untouched(fresh)   # made: touched until a session build marks it as made
+
+
+def test_pod_index_seed_follows_node_order_and_repeated_uids() -> None:
+    world = World()
+    for k in range(6):
+        world.add_pod(f"{300 + 200 * k}m")
+        world.bind(f"p{k + 1}", NODES[k % len(NODES)])
+    memo = SessionMemo()
+    clock = FakeClock(world.now)
+
+    def index_state(nodes: list[NodeView]) -> None:
+        snap = Snapshot.build(nodes, world.pods.values(), world.groups.values(), world.queues.values(),
+                              world.classes.values(), world.metrics.values())
+        states = []
+        for kept in (True, False):
+            ssn = Session(snap, CONF, clock=clock, sink=RecordingSink(), memo=memo if kept else None, renew=kept)
+            states.append(_state(ssn)["podindex"])
+            memo.release(ssn)
+        assert states[0] == states[1]
+
+    every = list(world.nodes.values())
+    for nodes in (every, every, every[1:], every):   # without n0, every other node is at another row
+        index_state(nodes)
+    # a uid on two nodes (not from a real cluster): the index syncs the second over the first, also when the
+    # second node's tasks are the ones the session before saw
+    first = world.pods.pop("p1")
+    twin = dict(first.raw)
+    twin["metadata"] = {**twin["metadata"], "name": "twin"}
+    twin["spec"] = {**twin["spec"], "nodeName": NODES[3]}
+    world.pods["twin"] = PodView.parse(twin)
+    index_state(every)
+    world.pods["p1"] = first
+    index_state(every)
+    index_state(every)
