@@ -30,11 +30,14 @@ class NodeMetricFreshness:
         # labelled children per node, kept because ``labels()`` is slow; dropped with the sample they belong to
         self._age: dict[str, Gauge] = {}
         self._expired: dict[str, Gauge] = {}
+        # the value each node's expired sample was last set to: set again only when it changes
+        self._expired_value: dict[str, float] = {}
 
     def update(self, nodes: Iterable[str], metrics: Mapping[str, NodeMetricView], now: float,
                expiration_seconds: int) -> None:
         current = set(nodes)
         for gone in self._nodes - current:
+            self._expired_value.pop(gone, None)
             for g, children in ((self.age, self._age), (self.expired, self._expired)):
                 children.pop(gone, None)
                 try:
@@ -51,8 +54,11 @@ class NodeMetricFreshness:
                 age.set(max(0.0, now - update))
             elif self._age.pop(node, None) is not None:  # the node's age sample goes (children exist only there)
                 self.age.remove(node)
-            expired = self._expired.get(node)
-            if expired is None:
-                expired = self._expired[node] = self.expired.labels(node)
-            expired.set(1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0)
+            value = 1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0
+            if self._expired_value.get(node) != value:
+                expired = self._expired.get(node)
+                if expired is None:
+                    expired = self._expired[node] = self.expired.labels(node)
+                expired.set(value)
+                self._expired_value[node] = value
         self._nodes = current

@@ -124,7 +124,8 @@ class Gang:
         for job in ssn.jobs.values():
             if not job.tasks:
                 continue
-            invalid = validate(job)
+            # validate(job) is None without role minimums and with enough valid tasks (most jobs): not called then
+            invalid = None if not job.min_task_member and job.valid_task_num() >= job.min_available else validate(job)
             if invalid is not None:
                 job.job_fit_error = invalid.message
                 job.unschedulable = True

@@ -29,3 +29,11 @@ def test_gauges_track_age_expiry_and_removed_nodes() -> None:
     assert val("loadwise_scheduler_nodemetric_age_seconds", "a") is None
     assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0
     assert val("loadwise_scheduler_nodemetric_age_seconds", "b") == 10.0
+    # a node that leaves and comes back with the value it had: its expired sample is there again
+    f.update(["a"], {}, 1180.0, 180)
+    f.update(["a", "b"], {"b": metric("b", update=1170.0)}, 1180.0, 180)
+    assert val("loadwise_scheduler_nodemetric_expired", "b") == 0.0
+    # unchanged for another session: still there, with the same value
+    f.update(["a", "b"], {"b": metric("b", update=1170.0)}, 1190.0, 180)
+    assert val("loadwise_scheduler_nodemetric_expired", "b") == 0.0
+    assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0
