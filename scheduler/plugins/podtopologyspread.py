@@ -23,6 +23,7 @@ import math
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter, is_
 from typing import Any
 
@@ -74,14 +75,13 @@ class _Placed:
 
 class _NodeSeed:
     """What one node's tasks gave the index as a session opened — their placement records in order, the rows they
-    count on, those with pod affinity or host ports — and what they were: their uids, pods (the very objects),
-    node names and statuses, in the node's order, and the node's index."""
+    count on, those with pod affinity or host ports — with the node's row and the tasks' pods (the very objects),
+    in the node's order."""
 
-    __slots__ = ("index", "uids", "pods", "names", "statuses", "placed", "rows", "with_affinity", "with_host_ports")
+    __slots__ = ("index", "pods", "placed", "rows", "with_affinity", "with_host_ports")
 
-    def __init__(self, index: int | None, uids: list[str], pods: list[PodView], names: list[str],
-                 statuses: list[TaskStatus]) -> None:
-        self.index, self.uids, self.pods, self.names, self.statuses = index, uids, pods, names, statuses
+    def __init__(self, index: int | None, pods: list[PodView]) -> None:
+        self.index, self.pods = index, pods
         self.placed: list[tuple[str, _Placed]] = []
         self.rows: list[int] = []
         self.with_affinity: list[tuple[str, _Placed]] = []
@@ -89,7 +89,7 @@ class _NodeSeed:
 
 
 _NODES_KEY = "podindex.nodes"
-_UID, _POD, _NODE_NAME, _STATUS = (attrgetter(a) for a in ("uid", "pod", "node_name", "status"))
+_POD = attrgetter("pod")
 _INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
 # statuses of the tasks the index counts on their node (on_node or pipelined)
 _INDEXED = frozenset(s for s in TaskStatus if on_node(s) or s is TaskStatus.PIPELINED)
@@ -115,8 +115,10 @@ class PodIndex:
     def _seed(self, ssn: Session) -> None:
         """``sync`` of every task on a node as the session opens (no matcher is counted yet).  Per pod object, the
         session memo keeps its affinity/host-port flags and its last placement record, reused when it still says
-        the same node and the same terminating state; per node, what the node's tasks gave, taken again as a whole
-        while they are the same pods with the same uids, node names and statuses."""
+        the same node and the same terminating state.  Per node, what its tasks gave is taken again as a whole
+        while they are tasks of the same pods, in the same order, at the same node row, and nothing changed them
+        since the session build made them (:func:`~scheduler.framework.api.is_untouched`: then their uid, node
+        and status are what the pod says)."""
         memo = ssn.memo.table("podindex.pod")
         kept: dict[str, _NodeSeed] = ssn.memo.value(_NODES_KEY) or {}
         seeds: dict[str, _NodeSeed] = {}
@@ -124,13 +126,12 @@ class PodIndex:
         rows: list[int] = []
         for nd in ssn.nodes:
             tasks = list(nd.tasks.values())
-            uids = list(map(_UID, tasks))
             pods = list(map(_POD, tasks))
-            names = list(map(_NODE_NAME, tasks))
-            statuses = list(map(_STATUS, tasks))
+            here = index.get(nd.name)
+            untouched = not any(map(getattr, tasks, repeat("_touched"), repeat(True)))
             hit = kept.get(nd.name)
-            if hit is not None and hit.index == index.get(nd.name) and hit.uids == uids and hit.names == names \
-                    and hit.statuses == statuses and len(hit.pods) == len(pods) and all(map(is_, hit.pods, pods)):
+            if untouched and hit is not None and hit.index == here and len(hit.pods) == len(pods) \
+                    and all(map(is_, hit.pods, pods)):
                 before = len(placed_by_uid)
                 placed_by_uid.update(hit.placed)
                 if len(placed_by_uid) - before == len(hit.placed):
@@ -142,7 +143,8 @@ class PodIndex:
                 # a uid already seen on another node (not from a real cluster): seed it all task by task
                 self._reseed(ssn)
                 return
-            seed = _NodeSeed(index.get(nd.name), uids, pods, names, statuses)
+            # kept for the next session only if every task was as made and counts on this node's row
+            seed = _NodeSeed(here, pods) if untouched else None
             for task in tasks:
                 idx = index.get(task.node_name) if task.node_name else None
                 status = task.status
@@ -160,16 +162,22 @@ class PodIndex:
                 if placed is None or placed.node != idx or placed.terminating != terminating:
                     placed = got[2] = _Placed(pod, idx, terminating)
                 placed_by_uid[task.uid] = placed
-                seed.placed.append((task.uid, placed))
-                seed.rows.append(idx)
+                rows.append(idx)
                 if got[0]:
                     self.with_affinity[task.uid] = placed
-                    seed.with_affinity.append((task.uid, placed))
                 if got[1]:
                     self.with_host_ports[task.uid] = placed
-                    seed.with_host_ports.append((task.uid, placed))
-            rows += seed.rows
-            if names.count(nd.name) == len(names):   # every task there counts on the node's own row
+                if seed is not None:
+                    if idx != here:
+                        seed = None
+                        continue
+                    seed.placed.append((task.uid, placed))
+                    if got[0]:
+                        seed.with_affinity.append((task.uid, placed))
+                    if got[1]:
+                        seed.with_host_ports.append((task.uid, placed))
+            if seed is not None:
+                seed.rows = [here] * len(seed.placed) if here is not None else []
                 seeds[nd.name] = seed
         ssn.memo.set_value(_NODES_KEY, seeds)
         self._count(rows)

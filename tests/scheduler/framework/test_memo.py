@@ -442,3 +442,23 @@ def test_pod_index_seed_follows_node_order_and_repeated_uids() -> None:
     world.pods["p1"] = first
     index_state(every)
     index_state(every)
+
+
+def test_pod_index_seeds_a_node_again_once_its_tasks_changed_in_the_session() -> None:
+    world = World()
+    for k in range(4):
+        world.add_pod(f"{300 + 200 * k}m")
+        world.bind(f"p{k + 1}", NODES[k % len(NODES)])
+    snap = world.snapshot()
+    clock = FakeClock(world.now)
+    kept = Session(snap, CONF, clock=clock, sink=RecordingSink(), memo=SessionMemo(), renew=True)
+    fresh = Session(snap, CONF, clock=clock, sink=RecordingSink())
+    for ssn in (kept, fresh):
+        # a task changed after the session opened: an index made now must see it (the node's tasks are the same
+        # pods as when the session's own index was seeded)
+        ssn.mark_releasing(ssn.tasks[world.pods["p1"].uid])
+    got = [(PodIndex(ssn).pod_count.tolist(), sorted((u, id(p.pod), p.node, p.terminating)
+                                                     for u, p in PodIndex(ssn)._placed.items()))
+           for ssn in (kept, fresh)]
+    assert got[0] == got[1]
+    assert any(terminating for *_, terminating in got[0][1])
