@@ -76,7 +76,8 @@ _READY_STATUS = frozenset({TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNN
                            TaskStatus.SUCCEEDED})
 _VALID_STATUS = ALLOCATED_STATUS | {TaskStatus.SUCCEEDED, TaskStatus.PIPELINED, TaskStatus.PENDING}
 _UNSETTLED_STATUS = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING})
-# per status, the (ready, waiting, pending, valid, unsettled) counts of a job holding one task of that status
+# per status, the (ready, waiting, pending, valid, unsettled) counts of a job holding one task of that status (what
+# JobInfo._tally adds for it)
 _SINGLE_COUNTS = {s: (int(s in _READY_STATUS), int(s not in _READY_STATUS and s is TaskStatus.PIPELINED),
                       int(s not in _READY_STATUS and s is TaskStatus.PENDING), int(s in _VALID_STATUS),
                       int(s in _UNSETTLED_STATUS)) for s in TaskStatus}
@@ -349,11 +350,23 @@ class JobInfo:
         first: Resources | None = None
         allocated: list[TaskInfo] = []
         negative = False
-        job_tasks = self.tasks
+        job_tasks, index = self.tasks, self.index
+        # _put of each task, its _tally(task, status, 1) counted per status and added once at the end
+        added: dict[TaskStatus, int] = {}
+        best_effort_pending = 0
         for task in tasks:
-            job_tasks[task.uid] = task
-            status = task.status
-            self._put(task, status)
+            uid, status = task.uid, task.status
+            job_tasks[uid] = task
+            bucket = index.get(status)
+            if bucket is None:
+                bucket = index[status] = {}
+            prev = bucket.get(uid)
+            if prev is not None:
+                self._tally(prev, status, -1)
+            bucket[uid] = task
+            added[status] = added.get(status, 0) + 1
+            if status is TaskStatus.PENDING and task.best_effort:
+                best_effort_pending += 1
             if status not in ALLOCATED_STATUS:
                 continue
             allocated.append(task)
@@ -366,6 +379,15 @@ class JobInfo:
             for k, v in task.resreq.as_dict().items():
                 total[k] = total.get(k, 0) + v
                 negative = negative or v < 0
+        for status, n in added.items():
+            ready, waiting, pending, valid, unsettled = _SINGLE_COUNTS[status]
+            self._ready += n * ready
+            self._waiting += n * waiting
+            self._pending += n * pending
+            self._valid += n * valid
+            self._unsettled += n * unsettled
+        if best_effort_pending:
+            self._pending_best_effort += best_effort_pending
         if negative:
             for task in allocated:
                 self.allocated = self.allocated + task.resreq if self.allocated else task.resreq

@@ -28,8 +28,8 @@ _POD = PodView.parse(pod("p", cpu="100m"))
 _NAMES = ("cpu", "memory", "pods", "nvidia.com/gpu")
 
 
-def _task(uid: str, status: TaskStatus, req: dict[str, int]) -> TaskInfo:
-    return TaskInfo(uid, "j", _POD, Resources(req), status, "", 0, True, "", False, np.zeros(3, dtype=np.int64))
+def _task(uid: str, status: TaskStatus, req: dict[str, int], best_effort: bool = False) -> TaskInfo:
+    return TaskInfo(uid, "j", _POD, Resources(req), status, "", 0, True, "", best_effort, np.zeros(3, dtype=np.int64))
 
 
 def _job() -> JobInfo:
@@ -50,11 +50,12 @@ def _fields(job: JobInfo) -> list[Any]:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(list(TaskStatus)),
-                          st.dictionaries(st.sampled_from(_NAMES), st.integers(-3, 5), max_size=4)), max_size=8),
+                          st.dictionaries(st.sampled_from(_NAMES), st.integers(-3, 5), max_size=4), st.booleans()),
+                max_size=8),
        st.booleans())
-def test_adding_tasks_at_once_equals_adding_them_in_turn(draw: list[tuple[TaskStatus, dict[str, int]]],
+def test_adding_tasks_at_once_equals_adding_them_in_turn(draw: list[tuple[TaskStatus, dict[str, int], bool]],
                                                          allocated_before: bool) -> None:
-    tasks = [_task(f"t{i % 6}", s, req) for i, (s, req) in enumerate(draw)]   # some uids twice
+    tasks = [_task(f"t{i % 6}", s, req, be) for i, (s, req, be) in enumerate(draw)]   # some uids twice
     one_by_one, at_once = _job(), _job()
     if allocated_before:
         for job in (one_by_one, at_once):
