@@ -67,6 +67,8 @@ class WriteBack:
         # per PodGroup object: the inputs of its last status computation that found nothing to patch, and the
         # event it gave; the same inputs for the same object give the same answer (timestamps aside)
         self._unchanged: IdentityMemo[tuple[tuple[Any, ...], batch_wb.PodGroupEvent | None]] = IdentityMemo()
+        # the queues' allocation sums, updated from one session to the next by the jobs that changed
+        self._allocation = batch_wb.QueueAllocation()
 
     def _patch_status(self, kind: str, name: str, patch: Mapping[str, Any], namespace: str | None,
                       stats: WriteBackStats) -> bool:
@@ -143,7 +145,7 @@ class WriteBack:
         return phase
 
     def _queues(self, ssn: Session, stats: WriteBackStats, phases: Mapping[str, PodGroupPhase]) -> None:
-        statuses = batch_wb.queue_statuses(ssn.jobs.values(), ssn.queues, phases)
+        statuses = batch_wb.queue_statuses(ssn.jobs.values(), ssn.queues, phases, self._allocation)
         for name, q in ssn.queues.items():
             if q.view is None:
                 continue

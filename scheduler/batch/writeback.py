@@ -9,8 +9,9 @@ current status and patches only when something other than condition timestamps c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from common.resources import Resources
@@ -37,6 +38,7 @@ __all__ = [
     "podgroup_phase_after",
     "podgroup_status",
     "podgroup_event",
+    "QueueAllocation",
     "queue_allocated",
     "queue_statuses",
 ]
@@ -128,21 +130,77 @@ def podgroup_event(job: JobInfo, new_phase: str, *, status_changed: bool) -> Pod
     return None
 
 
-def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
-    """``status.allocated`` per queue: requests of Allocated/Binding/Bound/Running tasks.
+class QueueAllocation:
+    """The queues' allocation (:func:`queue_allocated`) kept from one session to the next.
 
-    When a ``root`` queue exists the queues form a tree through ``spec.parent`` (default ``root``) and every
-    ancestor accumulates its descendants' allocation.
-    """
+    A job's ``allocated`` is an immutable :class:`Resources`, and a session takes most jobs over from the one
+    before (:mod:`scheduler.framework.memo`): a job object still in the same queue with the very same
+    ``allocated`` object adds what it added last time.  So the per-queue sums are kept, and only the jobs that came,
+    went, or hold another queue or amount than last time — a few per session: those whose tasks moved, and the
+    PodGroup jobs, whose total is summed afresh each session — change them.  Integer sums: taking a job's amount
+    away and adding the new one gives exactly the fresh sum."""
+
+    __slots__ = ("_held", "_sums")
+
+    def __init__(self) -> None:
+        # id(job) -> (job, its queue, its allocated), as last counted; holding the job keeps its id from being reused
+        self._held: dict[int, tuple[JobInfo, str, Resources]] = {}
+        self._sums: dict[str, dict[str, int]] = {}   # per queue name (present or not), its jobs' total
+
+    def own(self, jobs: Sequence[JobInfo], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
+        """Per queue of ``queues``, the sum of its jobs' ``allocated`` (without its descendants')."""
+        held = dict(zip(map(id, jobs), zip(jobs, map(_QUEUE, jobs), map(_ALLOCATED, jobs), strict=True),
+                        strict=True))
+        if len(held) != len(jobs):   # a job listed twice counts twice: summed afresh, nothing kept
+            self._held, self._sums = {}, {}
+            return _summed(jobs, queues)
+        old, sums = self._held, self._sums
+        if held != old:
+            # tuples compare item by item, the same object being equal: only a changed job reaches Resources.__eq__
+            for key in old.keys() - held.keys():
+                _, queue, amount = old[key]
+                _accumulate(sums, queue, amount, -1)
+            for key, now in held.items():
+                was = old.get(key)
+                if was is None or was[1] is not now[1] or was[2] is not now[2]:
+                    if was is not None:
+                        _accumulate(sums, was[1], was[2], -1)
+                    _accumulate(sums, now[1], now[2], 1)
+            self._held = held
+        return {name: Resources(sums.get(name) or {}) for name in queues}
+
+
+_ALLOCATED = attrgetter("allocated")
+_QUEUE = attrgetter("queue")
+
+
+def _summed(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
+    """:meth:`QueueAllocation.own` job by job, from nothing."""
     sums: dict[str, dict[str, int]] = {name: {} for name in queues}
     for job in jobs:
         acc = sums.get(job.queue)
-        if acc is None:
-            continue
-        # job.allocated is the sum of its Allocated/Binding/Bound/Running tasks' requests, kept by JobInfo
-        for k, v in job.allocated.as_dict().items():
-            acc[k] = acc.get(k, 0) + v
-    own: dict[str, Resources] = {name: Resources(acc) for name, acc in sums.items()}
+        if acc is not None:
+            for k, v in job.allocated.as_dict().items():
+                acc[k] = acc.get(k, 0) + v
+    return {name: Resources(acc) for name, acc in sums.items()}
+
+
+def _accumulate(sums: dict[str, dict[str, int]], queue: str, amount: Resources, times: int) -> None:
+    acc = sums.get(queue)
+    if acc is None:
+        acc = sums[queue] = {}
+    for k, v in amount.as_dict().items():
+        acc[k] = acc.get(k, 0) + times * v
+
+
+def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo],
+                    kept: QueueAllocation | None = None) -> dict[str, Resources]:
+    """``status.allocated`` per queue: requests of Allocated/Binding/Bound/Running tasks.
+
+    When a ``root`` queue exists the queues form a tree through ``spec.parent`` (default ``root``) and every
+    ancestor accumulates its descendants' allocation.  ``kept``: the sums of the previous call (updated).
+    """
+    own = (kept if kept is not None else QueueAllocation()).own(list(jobs), queues)
     if "root" not in queues:
         return own
     out = dict(own)
@@ -157,15 +215,16 @@ def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo]) ->
 
 
 def queue_statuses(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo],
-                   phases: Mapping[str, PodGroupPhase]) -> dict[str, dict[str, Any]]:
+                   phases: Mapping[str, PodGroupPhase], kept: QueueAllocation | None = None
+                   ) -> dict[str, dict[str, Any]]:
     """Each queue's status: ``allocated``, PodGroup counts per phase, and ``state``.
 
     ``phases`` maps job uid → phase after this session (:func:`podgroup_phase_after`) for jobs that have a
     PodGroup object.  The state follows the queue controller's drain rule (a Closing queue without PodGroups is
-    Closed), since no other component drives it.
+    Closed), since no other component drives it.  ``kept``: the allocation sums of the previous call (updated).
     """
     job_list = list(jobs)
-    allocated = queue_allocated(job_list, queues)
+    allocated = queue_allocated(job_list, queues, kept)
     per_queue: dict[str, list[PodGroupPhase]] = {}
     for job in job_list:
         phase = phases.get(job.uid)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.resources import Resources
 from scheduler.batch.lifecycle import PodGroupPhase, status_changed
 from scheduler.batch.writeback import (
+    QueueAllocation,
     podgroup_event,
     podgroup_phase_after,
     podgroup_status,
     queue_allocated,
     queue_statuses,
 )
+from scheduler.framework.api import JobInfo, QueueInfo
 from tests.scheduler.factories import node, pod, podgroup, queue, run
 
 CONF = """
@@ -107,3 +113,63 @@ def test_queue_status_allocated_counts_and_hierarchy() -> None:
     assert statuses["dev"]["allocated"] == {"cpu": "4", "memory": "3Gi", "pods": "3"}
     assert statuses["eng"]["inqueue"] == 1 and statuses["eng"]["state"] == "Open"
     assert statuses["old"]["state"] == "Closed" and statuses["old"]["allocated"] == {}
+
+
+_AMOUNTS = [Resources(), Resources({"cpu": 500, "pods": 1}), Resources({"cpu": 500, "pods": 1}),
+            Resources({"cpu": 2000, "memory": 1 << 30, "pods": 1}), Resources({"nvidia.com/gpu": 1, "pods": 1}),
+            Resources({"cpu": -300, "memory": 5})]
+_QUEUE_NAMES = ["default", "a", "b", "gone"]
+
+
+def _queue(name: str) -> QueueInfo:
+    return QueueInfo(name, 1, Resources(), Resources(), Resources(), True, 0, "", "Open", 0.0)
+
+
+def _naive(jobs: list[JobInfo], queues: dict[str, QueueInfo]) -> dict[str, Resources]:
+    """What each queue's own jobs hold, summed job by job (no roll-up: no root queue in these cases)."""
+    out: dict[str, Resources] = {}
+    for name in queues:
+        total = Resources()
+        for job in jobs:
+            if job.queue == name:
+                total = total + job.allocated
+        out[name] = total
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 9), st.integers(0, len(_QUEUE_NAMES) - 1),
+                                             st.integers(0, len(_AMOUNTS) - 1), st.booleans()), max_size=10),
+                          st.sets(st.sampled_from(_QUEUE_NAMES[:3]))), min_size=1, max_size=6))
+def test_kept_queue_allocation_equals_a_fresh_sum(sessions: list[tuple[list[tuple[int, int, int, bool]], set[str]]]
+                                                  ) -> None:
+    """Job objects live on from session to session (as taken-over jobs do), changing queue and amount, coming and
+    going, listed twice; an amount is one of a few shared objects or an equal copy."""
+    kept = QueueAllocation()
+    pool = [JobInfo(f"ns/j{i}", f"j{i}", "ns", "default", 0, 1, {}, Resources(), None, "Running", 0.0)
+            for i in range(10)]
+    for members, names in sessions:
+        jobs = []
+        for i, q, a, shared in members:
+            job = pool[i]
+            job.queue = _QUEUE_NAMES[q]
+            job.allocated = _AMOUNTS[a] if shared else Resources(_AMOUNTS[a])
+            jobs.append(job)
+        queues = {n: _queue(n) for n in names}
+        want = _naive(jobs, queues)
+        assert queue_allocated(jobs, queues, kept) == want
+        assert queue_allocated(jobs, queues) == want
+
+
+def test_kept_queue_allocation_follows_a_job_that_moves_queue() -> None:
+    kept = QueueAllocation()
+    amount = Resources({"cpu": 1000, "pods": 1})
+    queues = {n: _queue(n) for n in "ab"}
+    job = JobInfo("ns/j", "j", "ns", "a", 0, 1, {}, Resources(), None, "Running", 0.0)
+    job.allocated = amount
+    assert queue_allocated([job], queues, kept) == {"a": amount, "b": Resources()}
+    job.queue = "b"   # the same amount object, another queue
+    assert queue_allocated([job], queues, kept) == {"a": Resources(), "b": amount}
+    assert queue_allocated([job, job], queues, kept) == {"a": Resources(), "b": amount + amount}
+    assert queue_allocated([job], queues, kept) == {"a": Resources(), "b": amount}
+    assert queue_allocated([], queues, kept) == {"a": Resources(), "b": Resources()}
