@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from sim.measures import DEFINITIONS, Measures, comparison, table  # noqa: E402
 from sim.record import RunRecord  # noqa: E402
@@ -32,8 +33,24 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _start_hour(rec: RunRecord) -> float:
+    """The simulated time of day the run starts at, in hours (its clock starts on a UTC midnight)."""
+    return (rec.start_time % 86400.0) / 3600.0
+
+
 def _hours(rec: RunRecord) -> np.ndarray:
-    return np.arange(rec.ticks) * rec.tick_seconds / 3600.0
+    """Each tick's simulated time of day in hours (past 24 for a run that goes through midnight)."""
+    return _start_hour(rec) + np.arange(rec.ticks) * rec.tick_seconds / 3600.0
+
+
+def _clock_axis(ax: Any) -> None:
+    """Label the x axis with the simulated time of day (``14:00``), wrapping at midnight."""
+    def fmt(x: float, _pos: int) -> str:
+        minutes = int(round(x * 60.0)) % (24 * 60)
+        return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+    ax.xaxis.set_major_formatter(FuncFormatter(fmt))
+    ax.set_xlabel("simulated time of day")
 
 
 def plot_heatmaps(records: Sequence[RunRecord]) -> str:
@@ -44,14 +61,14 @@ def plot_heatmaps(records: Sequence[RunRecord]) -> str:
     order = np.lexsort((first.cpu_allocatable, np.array(first.node_types)))
     image = None
     for ax, rec in zip(axes[:, 0], records, strict=True):
-        hours = rec.ticks * rec.tick_seconds / 3600.0
+        start = _start_hour(rec)
         image = ax.imshow(
             100.0 * rec.cpu_util[order], aspect="auto", interpolation="nearest", cmap="inferno", vmin=0, vmax=100,
-            extent=(0.0, hours, len(order), 0),
+            extent=(start, start + rec.ticks * rec.tick_seconds / 3600.0, len(order), 0),
         )
         ax.set_ylabel("node")
         ax.set_title(f"{rec.policy}: node CPU usage, % of allocatable", fontsize=10, loc="left")
-    axes[-1, 0].set_xlabel("simulated hour")
+    _clock_axis(axes[-1, 0])
     if image is not None:
         fig.colorbar(image, ax=axes[:, 0].tolist(), shrink=0.9, label="% (hotspot above 65)")
     return _png(fig)
@@ -63,7 +80,7 @@ def plot_hotspots(records: Sequence[RunRecord]) -> str:
     for i, rec in enumerate(records):
         hot = ((rec.cpu_util > rec.hotspot_cpu_percent / 100) | (rec.mem_util > rec.hotspot_memory_percent / 100)).sum(axis=0)
         ax.plot(_hours(rec), hot, label=rec.policy, color=_COLORS[i % len(_COLORS)], linewidth=1.2)
-    ax.set_xlabel("simulated hour")
+    _clock_axis(ax)
     ax.set_ylabel("hot nodes")
     ax.set_title("Hotspots over time (CPU > 65% or memory > 95% of allocatable)", fontsize=10, loc="left")
     ax.legend(fontsize=8)
@@ -81,7 +98,7 @@ def plot_cluster(records: Sequence[RunRecord]) -> str:
         ax2.plot(_hours(rec), rec.pending, label=rec.policy, color=color, linewidth=1.2)
     ax1.set_ylabel("cluster CPU %")
     ax2.set_ylabel("pending pods")
-    ax2.set_xlabel("simulated hour")
+    _clock_axis(ax2)
     ax1.legend(fontsize=8)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
