@@ -119,7 +119,9 @@ def plot_bars(results: Sequence[Measures]) -> str:
     names = [m.policy for m in results]
     for ax, (title, attr) in zip(axes, panels, strict=True):
         values = [float(getattr(m, attr)) for m in results]
-        ax.bar(range(len(values)), values, color=[_COLORS[i % len(_COLORS)] for i in range(len(values))])
+        bars = ax.bar(range(len(values)), values, color=[_COLORS[i % len(_COLORS)] for i in range(len(values))])
+        ax.bar_label(bars, labels=[f"{v:,.0f}" if v >= 10 or v == int(v) else f"{v:.1f}" for v in values], fontsize=7)
+        ax.set_ylim(0, max(max(values), 1.0) * 1.15)  # all zero (no evictions): a 0-1 axis, not -0.05..0.05
         ax.set_title(title, fontsize=9)
         ax.set_xticks(range(len(values)), names, rotation=30, ha="right", fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
