@@ -97,7 +97,9 @@ def plot_cluster(records: Sequence[RunRecord]) -> str:
         ax1.plot(_hours(rec), 100 * util, label=rec.policy, color=color, linewidth=1.2)
         ax2.plot(_hours(rec), rec.pending, label=rec.policy, color=color, linewidth=1.2)
     ax1.set_ylabel("cluster CPU %")
+    ax1.set_ylim(bottom=0)
     ax2.set_ylabel("pending pods")
+    ax2.set_ylim(0, max(1, max((int(r.pending.max()) if r.pending.size else 0) for r in records)) * 1.1)
     _clock_axis(ax2)
     ax1.legend(fontsize=8)
     for ax in (ax1, ax2):
