@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from common.objects import PodView
+from tests.edit import replaced
 
 TERM = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}],
         "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
@@ -34,15 +35,6 @@ FULL: dict[str, Any] = {
         },
     },
 }
-
-
-def _with(path: list[Any], value: Any) -> dict[str, Any]:
-    pod = copy.deepcopy(FULL)
-    at: Any = pod
-    for p in path[:-1]:
-        at = at[p]
-    at[path[-1]] = value
-    return pod
 
 
 def test_a_pod_using_every_checked_field_parses() -> None:
@@ -84,5 +76,5 @@ def test_a_pod_using_every_checked_field_parses() -> None:
 )
 def test_a_field_of_the_wrong_shape_is_refused_by_path(path: list[Any], value: Any, message: str) -> None:
     with pytest.raises(ValueError) as err:
-        PodView.parse(_with(path, value))
+        PodView.parse(replaced(FULL, path, value))
     assert str(err.value).startswith("Pod ns/p: ") and message in str(err.value)

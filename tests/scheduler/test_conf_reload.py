@@ -4,7 +4,6 @@ counted once per rejected file."""
 
 from __future__ import annotations
 
-import copy
 import math
 import os
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from scheduler.engine import Scheduler
 from scheduler.scoring.binpack import parse_binpack_arguments
 from scheduler.scoring.nodeorder import parse_nodeorder_arguments
 from scheduler.scoring.usage import UsageArgs, parse_usage_arguments
+from tests.edit import replaced
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADAWARE = yaml.safe_load((ROOT / "sim" / "confs" / "loadaware.yaml").read_text())
@@ -39,15 +39,6 @@ def _numbers(o: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         yield path
 
 
-def _with(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    out = copy.deepcopy(doc)
-    at: Any = out
-    for p in path[:-1]:
-        at = at[p]
-    at[path[-1]] = value
-    return out
-
-
 ARGUMENT_NUMBERS = [p for p in _numbers(LOADAWARE) if "arguments" in p]
 
 
@@ -59,7 +50,7 @@ def test_the_conf_has_numeric_arguments_to_spoil() -> None:
 @pytest.mark.parametrize("path", ARGUMENT_NUMBERS, ids=lambda p: ".".join(map(str, p)))
 def test_non_finite_argument_is_refused_naming_its_key(path: tuple[Any, ...], value: float) -> None:
     with pytest.raises(ConfigError) as err:
-        parse_conf(_with(LOADAWARE, path, value), source="conf.yaml")
+        parse_conf(replaced(LOADAWARE, path, value), source="conf.yaml")
     key = str(path[-1]) if not isinstance(path[-1], int) else str(path[-2])
     assert key in str(err.value)
 
@@ -89,7 +80,7 @@ def test_reload_keeps_the_last_good_conf_and_counts_each_rejected_file_once(tmp_
     def reloads() -> float | None:
         return sched.metrics.registry.get_sample_value("loadwise_scheduler_conf_reload_errors_total")
 
-    bad = _with(LOADAWARE, ARGUMENT_NUMBERS[0], math.inf)
+    bad = replaced(LOADAWARE, ARGUMENT_NUMBERS[0], math.inf)
     _write(path, bad, 1)
     for _ in range(3):  # three sessions while the bad file stays
         sched.run_once()
@@ -116,7 +107,7 @@ def test_reload_keeps_the_last_good_conf_and_counts_each_rejected_file_once(tmp_
     sched.run_once()
     assert holder.rejected == 5 and "No such file" in holder.last_error and holder.conf is good
 
-    fixed = _with(LOADAWARE, ARGUMENT_NUMBERS[0], 50)
+    fixed = replaced(LOADAWARE, ARGUMENT_NUMBERS[0], 50)
     _write(path, fixed, 3)
     sched.run_once()
     assert holder.conf is not good and holder.last_error == "" and reloads() == 5
