@@ -7,6 +7,7 @@ view keeps ``raw`` for writing back and for anything the view does not model.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -89,6 +90,9 @@ def _strings(raw: Any, field_name: str) -> dict[str, str]:
     return dict(raw)
 
 
+_INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+
+
 def _integer(raw: Any, default: int, field_name: str, *, minimum: int | None = None) -> int:
     """An integer field: absent (None) is ``default``; a whole float (YAML's ``2.0``) or a digit string is read
     as the API server would have, anything else is an error naming the field."""
@@ -98,7 +102,7 @@ def _integer(raw: Any, default: int, field_name: str, *, minimum: int | None = N
         value = raw
     elif isinstance(raw, float) and raw.is_integer():
         value = int(raw)
-    elif isinstance(raw, str) and raw.strip().lstrip("+-").isdigit():
+    elif isinstance(raw, str) and _INTEGER_TEXT.fullmatch(raw):
         value = int(raw)
     else:
         raise ValueError(f"{field_name}: expected an integer, got {raw!r}")
@@ -482,7 +486,7 @@ class QueueView:
             deserved=Resources.parse(spec.get("deserved"), field=f"{where}: spec.deserved"),
             guarantee=Resources.parse((spec.get("guarantee") or {}).get("resource"), field=f"{where}: spec.guarantee.resource"),
             reclaimable=bool(spec.get("reclaimable", True) if spec.get("reclaimable") is not None else True),
-            priority=_integer(spec.get("priority"), 0, f"{where}: spec.priority"),
+            priority=_integer(spec.get("priority") or None, 0, f"{where}: spec.priority"),
             parent=str(spec.get("parent", "") or ""),
             state=str(status.get("state", "Open") or "Open"),
             raw=obj,
@@ -502,7 +506,7 @@ class PriorityClassView:
     def parse(cls, obj: Mapping[str, Any]) -> PriorityClassView:
         return cls(
             name=str(_meta(obj).get("name", "")),
-            value=_integer(obj.get("value"), 0, f"PriorityClass {_meta(obj).get('name', '')}: value"),
+            value=_integer(obj.get("value") or None, 0, f"PriorityClass {_meta(obj).get('name', '')}: value"),
             global_default=bool(obj.get("globalDefault", False)),
             preemption_policy=str(obj.get("preemptionPolicy", "PreemptLowerPriority") or "PreemptLowerPriority"),
             raw=obj,

@@ -239,3 +239,9 @@ def test_objects_of_the_wrong_shape_are_value_errors_naming_them(parse: Any, obj
     with pytest.raises(ValueError) as err:
         parse(obj)
     assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize("text", ["+-3", "--3", "3.0", "", "+", "²", "1e3"])
+def test_integer_text_is_plain_decimal_digits(text: str) -> None:
+    with pytest.raises(ValueError, match="Queue q: spec.weight: expected an integer"):
+        QueueView.parse({"kind": "Queue", "metadata": {"name": "q"}, "spec": {"weight": text}})
