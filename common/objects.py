@@ -68,7 +68,8 @@ def _parser(kind: str) -> Callable[[Callable[[Any, Mapping[str, Any]], _View]], 
             try:
                 return parse(cls, obj)
             except (AttributeError, TypeError, KeyError) as exc:
-                raise ValueError(f"{where}: malformed object ({type(exc).__name__}: {exc})") from None
+                # chained: were it a bug in the parser rather than in the object, the traceback still shows where
+                raise ValueError(f"{where}: malformed object ({type(exc).__name__}: {exc})") from exc
 
         return checked
 
