@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy.typing as npt
 
 from common.objects import PodView
 from common.qos import PriorityClass
-from common.resources import CPU, MEMORY
+from common.resources import CPU, MAX_QUANTITY, MEMORY
 
 __all__ = ["SCALING_FACTORS_ANNOTATION", "DEFAULT_CPU_MILLI", "DEFAULT_MEMORY_BYTES", "estimate_pod",
            "estimate_vector", "custom_scaling_factors"]
@@ -39,6 +40,9 @@ def _real_name(name: str, pc: PriorityClass) -> str:
     return _REAL_NAME.get(pc, {}).get(name, "")
 
 
+_INT64 = 2**63 - 1
+
+
 def custom_scaling_factors(pod: PodView, factors: Mapping[str, int]) -> Mapping[str, int]:
     """The pod annotation's factors (missing keys from ``factors``), or ``factors`` if absent/invalid/empty."""
     raw = pod.annotations.get(SCALING_FACTORS_ANNOTATION)
@@ -52,8 +56,12 @@ def custom_scaling_factors(pod: PodView, factors: Mapping[str, int]) -> Mapping[
         return factors
     out = dict(factors)
     for k, v in parsed.items():
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            out[str(k)] = int(v)
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            continue
+        if not (math.isfinite(v) and float(v).is_integer() and abs(v) <= _INT64):
+            # what Go's decoding into int64 percents refuses (1e30, NaN, Infinity, 50.5): the annotation is invalid
+            return factors
+        out[str(k)] = int(v)
     return out
 
 
@@ -77,7 +85,8 @@ def estimate_pod(pod: PodView, factors: Mapping[str, int], *, allow_customize: b
         est = _round_half_away(float(q) * float(factor) / 100.0)
         if lim > 0 and est > lim:
             est = lim
-        out[name] = est
+        # a huge custom factor on a pod without a limit: bounded as parsed quantities are, so it packs into int64
+        out[name] = max(-MAX_QUANTITY, min(est, MAX_QUANTITY))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,12 +36,22 @@ class ThresholdProfile:
         return any(v != 0 for v in self.prod_usage_thresholds.values())
 
 
+_INT64 = 2**63 - 1
+
+
 def _int_map(raw: Any) -> dict[str, int] | None:
+    """A map of resource to percent, or None when it is not one: a value that is not a number, or that no int64
+    holds (Go's decoding of the annotation would fail on it; JSON's NaN and Infinity, or 1e30), makes the part
+    unusable, as a non-number does."""
     if not isinstance(raw, Mapping) or not raw:
         return None
     out: dict[str, int] = {}
     for k, v in raw.items():
         if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        if isinstance(v, float) and not (math.isfinite(v) and abs(v) <= _INT64):
+            return None
+        if isinstance(v, int) and abs(v) > _INT64:
             return None
         out[str(k)] = int(v)
     return out

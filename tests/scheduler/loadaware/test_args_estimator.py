@@ -97,3 +97,18 @@ def test_custom_scaling_annotation_only_when_allowed() -> None:
     assert got["cpu"] == 5000 and got["memory"] == round(10 * GI * 0.7)
     bad = pod(requests={"cpu": "10"}, annotations={SCALING_FACTORS_ANNOTATION: "{not json"})
     assert estimate_pod(bad, F, allow_customize=True)["cpu"] == 8500
+
+
+@pytest.mark.parametrize("factors", ['{"cpu": 1e30}', '{"cpu": NaN}', '{"cpu": Infinity}', '{"cpu": 50.5}',
+                                     '{"cpu": 50, "memory": 1e300}'])
+def test_custom_scaling_values_go_would_not_decode_make_the_annotation_invalid(factors: str) -> None:
+    # one such pod used to fail every session (OverflowError, or int() of NaN); now it gets the plugin's factors
+    p = pod(requests={"cpu": "10"}, annotations={SCALING_FACTORS_ANNOTATION: factors})
+    assert estimate_pod(p, F, allow_customize=True)["cpu"] == 8500
+
+
+def test_a_huge_custom_factor_without_a_limit_is_bounded() -> None:
+    from common.resources import MAX_QUANTITY
+
+    p = pod(requests={"cpu": "1000", "memory": "1Ti"}, annotations={SCALING_FACTORS_ANNOTATION: '{"cpu": 1000000000000}'})
+    assert estimate_pod(p, F, allow_customize=True)["cpu"] == MAX_QUANTITY

@@ -180,3 +180,15 @@ def test_burst_is_spread_by_assigned_pod_estimates() -> None:
     before = st.score(e, is_prod=True)[0]
     st.unreserve("default/b0")
     assert st.score(e, is_prod=True)[0] >= before
+
+
+@pytest.mark.parametrize("value", ["1e30", "NaN", "Infinity", "-Infinity", "1e400"])
+def test_node_annotation_threshold_beyond_int64_is_ignored(value: str) -> None:
+    # such a node annotation used to fail every session; now that part falls back to the plugin's thresholds
+    args = parse_loadaware_args(None)
+    ann = {"a": {USAGE_THRESHOLDS_ANNOTATION: f'{{"usageThresholds": {{"cpu": {value}}}}}'}}
+    st = state(args, {"a": (100000, 100 * GI)}, [metric("a", cpu_milli=90000, memory=10 * GI)], annotations=ann)
+    small = pod("s", requests={"cpu": "100m", "memory": "1Gi"}, limits={"cpu": "100m", "memory": "1Gi"})
+    e = estimate_vector(estimate_pod(small, args.estimated_scaling_factors), args.resource_names)
+    assert st.filter(e, is_prod=False, is_daemonset=False).mask.tolist() == [False]  # the plugin's 65% applies
+    assert st.thresholds_for(0, e, is_prod=False).source == "plugin"
