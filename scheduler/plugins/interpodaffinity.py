@@ -107,7 +107,7 @@ def pod_terms(pod: PodView) -> PodTerms:
         for i, t in enumerate(block.get(_REQUIRED) or []):
             out[req_key].append(_term(pod, t, 0, f"{kind}.{_REQUIRED}[{i}]"))
         for i, p in enumerate(block.get(_PREFERRED) or []):
-            out[pref_key].append(_term(pod, p.get("podAffinityTerm") or {}, int(p.get("weight", 0)),
+            out[pref_key].append(_term(pod, p.get("podAffinityTerm") or {}, int(p.get("weight") or 0),
                                        f"{kind}.{_PREFERRED}[{i}].podAffinityTerm"))
     return PodTerms(tuple(out["ra"]), tuple(out["rn"]), tuple(out["pa"]), tuple(out["pn"]))
 

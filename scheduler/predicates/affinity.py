@@ -96,7 +96,7 @@ def node_matches_required(node_selector: Mapping[str, str], affinity: Mapping[st
 
 def preferred_sum(affinity: Mapping[str, Any], labels: Mapping[str, str], node_name: str) -> int:
     prefs = (affinity.get("nodeAffinity") or {}).get("preferredDuringSchedulingIgnoredDuringExecution") or []
-    return sum(int(p.get("weight", 0)) for p in prefs if match_term(p.get("preference") or {}, labels, node_name))
+    return sum(int(p.get("weight") or 0) for p in prefs if match_term(p.get("preference") or {}, labels, node_name))
 
 
 def _uses_fields(affinity: Mapping[str, Any]) -> bool:
