@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +20,15 @@ from scheduler.engine import Scheduler
 from scheduler.scoring.binpack import parse_binpack_arguments
 from scheduler.scoring.nodeorder import parse_nodeorder_arguments
 from scheduler.scoring.usage import UsageArgs, parse_usage_arguments
-from tests.edit import replaced
+from tests.edit import replaced, walk
 
 ROOT = Path(__file__).resolve().parents[2]
 LOADAWARE = yaml.safe_load((ROOT / "sim" / "confs" / "loadaware.yaml").read_text())
 NON_FINITE = (math.nan, math.inf, -math.inf)
 
 
-def _numbers(o: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if isinstance(o, dict):
-        for k, v in o.items():
-            yield from _numbers(v, (*path, k))
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            yield from _numbers(v, (*path, i))
-    elif isinstance(o, int | float) and not isinstance(o, bool):
-        yield path
-
-
-ARGUMENT_NUMBERS = [p for p in _numbers(LOADAWARE) if "arguments" in p]
+ARGUMENT_NUMBERS = [p for p, v in walk(LOADAWARE)
+                    if "arguments" in p and isinstance(v, int | float) and not isinstance(v, bool)]
 
 
 def test_the_conf_has_numeric_arguments_to_spoil() -> None:

@@ -9,7 +9,6 @@ and annotations holding NaN or 1e30, each of which failed every session for the 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from common.clock import FakeClock, to_rfc3339
 from scheduler.conf import SchedulerConf, parse_conf
 from scheduler.explain import explain
 from scheduler.framework.snapshot import Snapshot
-from tests.edit import replaced
+from tests.edit import replaced, walk
 
 ROOT = Path(__file__).resolve().parents[2]
 T = 1_795_000_000.0
@@ -95,17 +94,6 @@ CONFS = _confs()
 WATERLINES = [d for d in yaml.safe_load_all((ROOT / "sim" / "confs" / "waterline.yaml").read_text()) if d][:2]
 
 
-def _paths(o: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    if path:
-        yield path
-    if isinstance(o, dict):
-        for k, v in o.items():
-            yield from _paths(v, (*path, k))
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            yield from _paths(v, (*path, i))
-
-
 def _survives(objects: list[dict[str, Any]]) -> None:
     try:
         snap = Snapshot.from_objects([*objects, *WATERLINES])
@@ -123,7 +111,7 @@ def test_the_intact_snapshot_schedules_its_pending_pod() -> None:
 
 @pytest.mark.parametrize("index", range(len(OBJECTS)), ids=[f"{o['kind']}-{o['metadata']['name']}" for o in OBJECTS])
 def test_every_spoiled_field_is_refused_or_harmless(index: int) -> None:
-    fields = [p for p in _paths(OBJECTS[index]) if p[0] not in ("apiVersion", "kind") and p != ("metadata", "name")]
+    fields = [p for p, _ in walk(OBJECTS[index]) if p[0] not in ("apiVersion", "kind") and p != ("metadata", "name")]
     assert fields
     for path in fields:
         for value in SPOILERS:
