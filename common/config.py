@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "load_document", "load_objects", "require"]
+__all__ = ["ConfigError", "load_document", "load_objects", "require", "integer"]
 
 
 class ConfigError(ValueError):
@@ -101,3 +101,12 @@ def require(mapping: Mapping[str, Any], key: str, typ: type | tuple[type, ...], 
     if not isinstance(v, typ) or isinstance(v, bool) and bool not in (typ if isinstance(typ, tuple) else (typ,)):
         raise ConfigError(f"expected {getattr(typ, '__name__', typ)}, got {type(v).__name__}", field=f"{field}.{key}" if field else key)
     return v
+
+
+def integer(value: Any, *, field: str, source: str = "") -> int:
+    """A configured integer: an int, or a whole float (YAML's ``5.0``); anything else - booleans, text, fractions,
+    nan and inf (``int()`` of which would raise without naming the field) - is a ConfigError naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and not value.is_integer()):
+        raise ConfigError(f"must be an integer, got {value!r}", field=field, source=source)
+    return int(value)

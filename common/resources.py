@@ -27,6 +27,7 @@ __all__ = [
     "PODS",
     "EPHEMERAL_STORAGE",
     "MAX_QUANTITY",
+    "cap_quantity",
     "Resources",
     "is_milli_resource",
     "is_byte_resource",
@@ -45,7 +46,8 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 MAX_QUANTITY = 2**53
 
 
-def _capped(n: int) -> int:
+def cap_quantity(n: int) -> int:
+    """``n`` bounded to ±:data:`MAX_QUANTITY`."""
     return n if -MAX_QUANTITY <= n <= MAX_QUANTITY else (MAX_QUANTITY if n > 0 else -MAX_QUANTITY)
 
 
@@ -82,13 +84,13 @@ def _parse_one(name: str, raw: Any, field: str, key: Any) -> int:
     """One quantity of ``field``; the field's name for an error (``field.key``) is only built on failure."""
     if type(raw) is str:
         try:
-            return _capped(cached_milli_value(raw) if is_milli_resource(name) else cached_value(raw))
+            return cap_quantity(cached_milli_value(raw) if is_milli_resource(name) else cached_value(raw))
         except QuantityError:
             pass  # parsed again below, for the message that names the field
     where = f"{field}.{key}"
     if is_milli_resource(name):
-        return _capped(milli_value(raw, field=where))
-    return _capped(value(raw, field=where))
+        return cap_quantity(milli_value(raw, field=where))
+    return cap_quantity(value(raw, field=where))
 
 
 class Resources(Mapping[str, int]):
@@ -147,7 +149,7 @@ class Resources(Mapping[str, int]):
                 except QuantityError:
                     return None
             if n:
-                d[k] = n if -MAX_QUANTITY <= n <= MAX_QUANTITY else _capped(n)
+                d[k] = n if -MAX_QUANTITY <= n <= MAX_QUANTITY else cap_quantity(n)
         out = cls.__new__(cls)
         out._d = d
         out._hash = None

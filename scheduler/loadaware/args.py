@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.config import ConfigError
+from common.config import ConfigError, integer
 from common.duration import parse_duration
 from common.resources import CPU, MEMORY
 
@@ -79,10 +80,20 @@ def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
 
 
 def _int(v: Any, key: str, source: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not v.is_integer()):
-        # a float must be whole; nan and inf are not (int() of them would raise without naming the field)
-        raise ConfigError(f"must be an integer, got {v!r}", field=key, source=source)
-    return int(v)
+    return integer(v, field=key, source=source)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def go_int64(v: Any) -> bool:
+    """Whether a JSON number decodes into a Go int64 as far as its size goes: finite and within range (NaN,
+    Infinity and 1e30 do not; whether a fraction is accepted is the caller's to say)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return False
+    if isinstance(v, int):  # exact, however large (math.isfinite would convert it to a float first)
+        return abs(v) <= _INT64_MAX
+    return math.isfinite(v) and abs(v) <= _INT64_MAX
 
 
 def _int_map(raw: Any, key: str, source: str, lo: int | None, hi: int | None) -> dict[str, int]:

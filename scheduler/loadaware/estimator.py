@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -11,7 +10,9 @@ import numpy.typing as npt
 
 from common.objects import PodView
 from common.qos import PriorityClass
-from common.resources import CPU, MAX_QUANTITY, MEMORY
+from common.resources import CPU, MEMORY, cap_quantity
+
+from .args import go_int64
 
 __all__ = ["SCALING_FACTORS_ANNOTATION", "DEFAULT_CPU_MILLI", "DEFAULT_MEMORY_BYTES", "estimate_pod",
            "estimate_vector", "custom_scaling_factors"]
@@ -40,9 +41,6 @@ def _real_name(name: str, pc: PriorityClass) -> str:
     return _REAL_NAME.get(pc, {}).get(name, "")
 
 
-_INT64 = 2**63 - 1
-
-
 def custom_scaling_factors(pod: PodView, factors: Mapping[str, int]) -> Mapping[str, int]:
     """The pod annotation's factors (missing keys from ``factors``), or ``factors`` if absent/invalid/empty."""
     raw = pod.annotations.get(SCALING_FACTORS_ANNOTATION)
@@ -58,7 +56,7 @@ def custom_scaling_factors(pod: PodView, factors: Mapping[str, int]) -> Mapping[
     for k, v in parsed.items():
         if isinstance(v, bool) or not isinstance(v, int | float):
             continue
-        if not (math.isfinite(v) and float(v).is_integer() and abs(v) <= _INT64):
+        if not (go_int64(v) and float(v).is_integer()):
             # what Go's decoding into int64 percents refuses (1e30, NaN, Infinity, 50.5): the annotation is invalid
             return factors
         out[str(k)] = int(v)
@@ -86,7 +84,7 @@ def estimate_pod(pod: PodView, factors: Mapping[str, int], *, allow_customize: b
         if lim > 0 and est > lim:
             est = lim
         # a huge custom factor on a pod without a limit: bounded as parsed quantities are, so it packs into int64
-        out[name] = max(-MAX_QUANTITY, min(est, MAX_QUANTITY))
+        out[name] = cap_quantity(est)
     return out
 
 

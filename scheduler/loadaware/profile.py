@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from common.duration import parse_duration
 
-from .args import AGGREGATION_TYPES, LoadAwareArgs
+from .args import AGGREGATION_TYPES, LoadAwareArgs, go_int64
 
 __all__ = ["USAGE_THRESHOLDS_ANNOTATION", "AggregatedProfile", "ThresholdProfile", "effective_profile"]
 
@@ -36,9 +35,6 @@ class ThresholdProfile:
         return any(v != 0 for v in self.prod_usage_thresholds.values())
 
 
-_INT64 = 2**63 - 1
-
-
 def _int_map(raw: Any) -> dict[str, int] | None:
     """A map of resource to percent, or None when it is not one: a value that is not a number, or that no int64
     holds (Go's decoding of the annotation would fail on it; JSON's NaN and Infinity, or 1e30), makes the part
@@ -47,11 +43,7 @@ def _int_map(raw: Any) -> dict[str, int] | None:
         return None
     out: dict[str, int] = {}
     for k, v in raw.items():
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            return None
-        if isinstance(v, float) and not (math.isfinite(v) and abs(v) <= _INT64):
-            return None
-        if isinstance(v, int) and abs(v) > _INT64:
+        if not go_int64(v):
             return None
         out[str(k)] = int(v)
     return out

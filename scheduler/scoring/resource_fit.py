@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from common.config import ConfigError
+from common.config import ConfigError, integer
 from common.resources import CPU, MEMORY, is_scalar_resource
 
 from .gomath import go_div, go_div_array, go_round, go_round_array
@@ -79,10 +79,7 @@ class ScoringStrategy:
 
 
 def _int(value: Any, field: str, source: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or (
-            isinstance(value, float) and not value.is_integer()):   # also nan and inf
-        raise ConfigError(f"must be an integer, got {value!r}", field=field, source=source)
-    return int(value)
+    return integer(value, field=field, source=source)
 
 
 def parse_resource_weights(

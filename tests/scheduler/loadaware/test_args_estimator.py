@@ -100,7 +100,7 @@ def test_custom_scaling_annotation_only_when_allowed() -> None:
 
 
 @pytest.mark.parametrize("factors", ['{"cpu": 1e30}', '{"cpu": NaN}', '{"cpu": Infinity}', '{"cpu": 50.5}',
-                                     '{"cpu": 50, "memory": 1e300}'])
+                                     '{"cpu": 50, "memory": 1e300}', '{"cpu": 1' + '0' * 400 + '}'])
 def test_custom_scaling_values_go_would_not_decode_make_the_annotation_invalid(factors: str) -> None:
     # one such pod used to fail every session (OverflowError, or int() of NaN); now it gets the plugin's factors
     p = pod(requests={"cpu": "10"}, annotations={SCALING_FACTORS_ANNOTATION: factors})
