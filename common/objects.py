@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
-from common.podshape import check_pod
+from common.podshape import check_pod, check_strings
 from common.podspec import pod_limits, pod_requests
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class, qos_class
 from common.resources import Resources
@@ -81,14 +81,8 @@ _NAMESPACED = frozenset({"Pod", "PodGroup"})
 
 def _strings(raw: Any, field_name: str) -> dict[str, str]:
     """A map of strings (labels, annotations)."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{field_name}: expected an object, got {raw!r:.60}")
-    for k, v in raw.items():
-        if not isinstance(v, str):
-            raise ValueError(f"{field_name}.{k}: expected a string, got {v!r:.60}")
-    return dict(raw)
+    check_strings(raw, field_name)
+    return dict(raw) if raw is not None else {}
 
 
 _INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")

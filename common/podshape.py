@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["check_pod"]
+__all__ = ["check_pod", "check_strings"]
 
 
 class _Shape:
@@ -163,3 +163,9 @@ def check_pod(pod: Mapping[str, Any]) -> None:
             s.pod_term(term, f"{path}[{i}]")
         s.weighted(pa.get("preferredDuringSchedulingIgnoredDuringExecution"),
                    f"{at}.preferredDuringSchedulingIgnoredDuringExecution", "podAffinityTerm", s.pod_term)
+
+
+def check_strings(v: Any, path: str) -> None:
+    """Raise ``ValueError("<path>...: expected ...")`` unless ``v`` is absent or a map of strings (labels,
+    annotations)."""
+    _SHAPE.labels(v, path)
