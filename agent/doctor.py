@@ -69,6 +69,7 @@ AGENT_API_ACCESS: tuple[ApiAccess, ...] = (
     ApiAccess("patch", "slo.loadwise.io", "nodemetrics", "status", why="report usage"),
     ApiAccess("list", "qos.loadwise.io", "waterlinepolicies", why="waterline policies"),
     ApiAccess("watch", "qos.loadwise.io", "waterlinepolicies", why="waterline policies"),
+    ApiAccess("get", "qos.loadwise.io", "waterlinepolicies", why="read a policy before marking its status"),
     ApiAccess("patch", "qos.loadwise.io", "waterlinepolicies", "status", why="mark a rejected policy"),
     ApiAccess("create", "events.k8s.io", "events", why="events about actions and rejected policies"),
     ApiAccess("patch", "events.k8s.io", "events", why="event series counts"),

@@ -79,6 +79,15 @@ class WriteBack:
             stats.errors.append(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}")
             return False
 
+    def _patch_conditions(self, kind: str, name: str, conditions: list[dict[str, Any]], fields: Mapping[str, Any],
+                          namespace: str | None, stats: WriteBackStats) -> bool:
+        try:
+            self.cluster.patch_conditions(kind, name, conditions, namespace=namespace, status=fields)
+            return True
+        except ApiError as exc:
+            stats.errors.append(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}")
+            return False
+
     def write(self, ssn: Session) -> WriteBackStats:
         stats = WriteBackStats()
         self._unchanged.rotate()
@@ -97,17 +106,17 @@ class WriteBack:
             reason, message = pending_message(ssn, job, task)
             current = next((c for c in (pod.raw.get("status") or {}).get("conditions") or []
                             if c.get("type") == "PodScheduled"), None)
-            patch: dict[str, Any] = {}
+            conditions: list[dict[str, Any]] = []
             if current is None or current.get("reason") != reason or current.get("message") != message \
                     or current.get("status") != "False":
-                others = [c for c in (pod.raw.get("status") or {}).get("conditions") or []
-                          if c.get("type") != "PodScheduled"]
-                # a JSON merge patch replaces lists, so keep the pod's other conditions explicitly
-                patch["conditions"] = [*others, {"type": "PodScheduled", "status": "False", "reason": reason,
-                                                 "message": message, "lastTransitionTime": to_rfc3339(ssn.now)}]
+                # merged by type: the pod's other conditions are the other writers' to keep
+                conditions.append({"type": "PodScheduled", "status": "False", "reason": reason, "message": message,
+                                   "lastTransitionTime": to_rfc3339(ssn.now)})
+            fields: dict[str, Any] = {}
             if task.eviction_occurred and task.nominated_node:
-                patch["nominatedNodeName"] = task.nominated_node
-            if patch and self._patch_status("Pod", pod.name, patch, pod.namespace, stats):
+                fields["nominatedNodeName"] = task.nominated_node
+            if (conditions or fields) and self._patch_conditions("Pod", pod.name, conditions, fields, pod.namespace,
+                                                                 stats):
                 stats.pod_conditions += 1
             if reason == "Unschedulable":
                 self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,

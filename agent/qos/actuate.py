@@ -149,7 +149,7 @@ class NodeScheduling:
                 taint: dict[str, Any] = {"key": TAINT_KEY, "effect": TAINT_EFFECT,
                                          "timeAdded": to_rfc3339(self.clock.now())}
                 self.cluster.patch("Node", self.node, {"spec": {"taints": [*taints, taint]}})
-            conditions = [dict(c) for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
+            conditions = [c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
             now = to_rfc3339(self.clock.now())
             status = "False" if enabled else "True"
             old = next((c for c in conditions if c.get("type") == CONDITION_TYPE), None)
@@ -157,8 +157,8 @@ class NodeScheduling:
                 return ActResult(Outcome.ACCEPTED)
             cond = {"type": CONDITION_TYPE, "status": status, "lastHeartbeatTime": now, "lastTransitionTime": now,
                     "reason": "InterferenceCleared" if enabled else "WaterlineExceeded", "message": message}
-            rest_conditions = [c for c in conditions if c.get("type") != CONDITION_TYPE]
-            self.cluster.patch_status("Node", self.node, {"status": {"conditions": [*rest_conditions, cond]}})
+            # merged by type: the kubelet's Ready, MemoryPressure ... are written concurrently and stay its own
+            self.cluster.patch_conditions("Node", self.node, [cond])
         except NotFound as exc:
             return ActResult(Outcome.GONE, str(exc))
         except ApiError as exc:

@@ -175,14 +175,13 @@ class PolicyStore:
             if generation is None or mine.get("observedGeneration") == generation:
                 return
         cond: dict[str, Any] = {"type": CONDITION_TYPE, "status": status, "reason": reason, "message": message}
-        if rej is not None:
-            cond["field"] = rej.field
+        # merged into the stored condition by type: a field of an earlier rejection is removed explicitly
+        cond["field"] = rej.field if rej is not None else None
         if generation is not None:
             cond["observedGeneration"] = generation
         if self._clock is not None:
             cond["lastTransitionTime"] = to_rfc3339(self._clock.now())
-        conditions = [dict(c) for c in current if c.get("type") != CONDITION_TYPE] + [cond]
         try:
-            cluster.patch_status(KIND, name, {"status": {"conditions": conditions}})
+            cluster.patch_conditions(KIND, name, [cond])
         except ApiError as exc:
             log.warning("cannot write the status of WaterlinePolicy %s: %s", name, exc)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import pickle
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -26,6 +26,7 @@ __all__ = [
     "WatchEvent",
     "ListResult",
     "EventRecord",
+    "merge_conditions",
     "Handler",
     "Informer",
     "Cluster",
@@ -143,6 +144,25 @@ class Cluster(Protocol):
         self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]: ...
 
+    def patch_conditions(
+        self,
+        kind: str,
+        name: str,
+        conditions: Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        status: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Set ``status.conditions`` entries by their ``type``, leaving every other writer's conditions alone.
+
+        Each given condition is merged into the stored one of the same type (or appended), as a strategic merge
+        patch does with the list's merge key: a kubelet updating the node's ``Ready`` while an agent sets its own
+        condition loses nothing.  ``status`` holds other status fields to merge in the same write.  Core kinds
+        take a strategic merge patch; custom resources, which have none, a merge patch guarded by the
+        resourceVersion just read, retried on :class:`Conflict`.
+        """
+        ...
+
     def delete(self, kind: str, name: str, *, namespace: str | None = None) -> None: ...
 
     def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
@@ -174,6 +194,26 @@ class Cluster(Protocol):
         A backend whose objects are fresh anyway (decoded from the API server's JSON) ignores it.
         """
         ...
+
+
+def merge_conditions(current: Any, conditions: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """``current`` (a ``status.conditions`` value) with ``conditions`` merged in by ``type``: the strategic merge
+    of a list whose merge key is ``type``.  An entry of a type already present is merged into it (a ``None``
+    value removes that field) in its place; one of a new type is appended; the rest are kept as they are.
+    Returns a new list; its merged entries are new dicts, the inputs are not changed."""
+    out: list[Any] = list(current) if isinstance(current, list) else []
+    at = {c.get("type"): i for i, c in enumerate(out) if isinstance(c, Mapping)}
+    for cond in conditions:
+        kind = cond.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"a condition needs a type, not {kind!r}")
+        i = at.get(kind)
+        if i is None:
+            at[kind] = len(out)
+            out.append({k: v for k, v in cond.items() if v is not None})
+        else:
+            out[i] = merge_patch(out[i], dict(cond))
+    return out
 
 
 def merge_patch(target: Any, patch: Any, *, copy: bool = True) -> Any:

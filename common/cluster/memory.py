@@ -14,7 +14,7 @@ import pickle
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -28,6 +28,7 @@ from common.cluster import (
     NotFound,
     TooManyRequests,
     WatchEvent,
+    merge_conditions,
     merge_patch,
     pickle_plain,
 )
@@ -302,6 +303,26 @@ class MemoryCluster:
         self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]:
         return self._merge_status(kind, name, namespace, patch.get("status") or {}, handed_over=False)
+
+    def patch_conditions(
+        self,
+        kind: str,
+        name: str,
+        conditions: Sequence[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        status: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Merge ``conditions`` into ``status.conditions`` by type (and ``status``'s other fields into the status),
+        atomically: the store's lock is the API server's strategic merge."""
+        with self._lock:
+            cur = self._bucket(kind).get(self._key(kind, name, namespace))
+            if cur is None:
+                raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            merged = merge_conditions((cur.get("status") or {}).get("conditions"), conditions)
+            body = {k: v for k, v in (status or {}).items() if k != "conditions"}
+            body["conditions"] = merged
+            return self._merge_status(kind, name, namespace, body, handed_over=False)
 
     def write_status(self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None) -> None:
         """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.

@@ -49,6 +49,30 @@ def fail(code: int, reason: str, message: str) -> kmock.Response:
     return kmock.Response(status=code, payload=status(code, reason, message))
 
 
+def strategic_merge(target: Any, patch: Any) -> Any:
+    """The API server's strategic merge patch, as far as the built-in kinds used here need it: maps merge as in a
+    JSON merge patch, and a ``conditions`` list (merge key ``type`` on Pod and Node status) merges entry by entry,
+    an entry of a new type appended; any other list is replaced."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        elif k == "conditions" and isinstance(v, list):
+            merged = [copy.deepcopy(c) for c in out.get(k) or []]
+            for entry in v:
+                at = next((i for i, c in enumerate(merged) if c.get("type") == entry["type"]), None)
+                if at is None:
+                    merged.append(strategic_merge({}, entry))
+                else:
+                    merged[at] = strategic_merge(merged[at], entry)
+            out[k] = merged
+        else:
+            out[k] = strategic_merge(out.get(k), v)
+    return out
+
+
 class ApiState:
     """What the emulator lacks, as reactions: resourceVersions, history, 410, subresources."""
 
@@ -246,16 +270,24 @@ class ApiState:
         return self._store(key[0], key, new, "MODIFIED")
 
     def _patch(self, req: kmock.Request, key: tuple[str, str, str], cur: dict[str, Any], kind: str) -> Any:
-        if req.headers.get("Content-Type") != "application/merge-patch+json":
-            return fail(415, "UnsupportedMediaType", str(req.headers.get("Content-Type")))
+        content_type = req.headers.get("Content-Type")
+        strategic = content_type == "application/strategic-merge-patch+json"
+        if not (content_type == "application/merge-patch+json" or (strategic and not KINDS[kind].group)):
+            # as the API server: custom resources take no strategic merge patch
+            return fail(415, "UnsupportedMediaType", str(content_type))
         body = dict(req.data)
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv is not None and rv != cur["metadata"]["resourceVersion"]:  # a patch may carry a precondition
+            return fail(409, "Conflict", f'Operation cannot be fulfilled on {key[0]} "{key[2]}": the object has been '
+                                         "modified")
+        merge = strategic_merge if strategic else merge_patch
         if req.subresource == "status":
             new = copy.deepcopy(cur)
-            new["status"] = merge_patch(cur.get("status") or {}, body.get("status") or {})
+            new["status"] = merge(cur.get("status") or {}, body.get("status") or {})
         else:
             if kind in _STATUS_SUBRESOURCE:
                 body.pop("status", None)  # the main resource ignores status, as the API server does
-            new = merge_patch(cur, body)
+            new = merge(cur, body)
         return self._store(key[0], key, new, "MODIFIED")
 
     def _bind(self, req: kmock.Request, key: tuple[str, str, str], cur: dict[str, Any]) -> Any:
@@ -480,6 +512,95 @@ async def test_informer_filters_by_field_selector_and_stops_promptly(api: ApiSta
     api.seed("Pod", pod("e", node_name="n1"))
     await asyncio.sleep(0.1)
     assert names(seen) == [("ADDED", "a"), ("ADDED", "c")]
+
+
+async def test_patch_conditions_on_a_core_kind_is_astrategic_merge(
+    kmock: Any, api: ApiState, cluster: KubeCluster
+) -> None:
+    """Only the writer's own condition travels; the server merges it by type, so the kubelet's stay as they are."""
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}
+    mine = {"type": "loadwise.io/Interference", "status": "True", "reason": "WaterlineExceeded", "message": "old",
+            "extra": "x"}
+    api.seed("Node", {"metadata": {"name": "n1"}, "status": {"conditions": [ready, mine]}})
+    new = {"type": "loadwise.io/Interference", "status": "False", "reason": "InterferenceCleared", "message": "ok",
+           "extra": None}
+    out = await asyncio.to_thread(cluster.patch_conditions, "Node", "n1", [new])
+    assert out["status"]["conditions"] == [
+        ready, {"type": "loadwise.io/Interference", "status": "False", "reason": "InterferenceCleared", "message": "ok"}
+    ]
+    (req,) = [r for r in requests_to(kmock, "/api/v1/nodes/n1/status") if r.method.value.upper() == "PATCH"]
+    assert req.headers["Content-Type"] == "application/strategic-merge-patch+json"
+    assert req.data == {"status": {"conditions": [new]}}
+    assert not [r for r in requests_to(kmock, "/api/v1/nodes/n1") if r.method.value.upper() == "GET"]
+
+    # other status fields ride along; a condition of a new type is appended
+    pod = api.seed("Pod", {"metadata": {"name": "p"}, "spec": {"containers": []},
+                           "status": {"phase": "Pending", "conditions": [{"type": "Other", "status": "True"}]}})
+    sched = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    got = await asyncio.to_thread(cluster.patch_conditions, "Pod", "p", [sched], namespace="default",
+                                  status={"nominatedNodeName": "n1"})
+    assert got["status"] == {"phase": "Pending", "nominatedNodeName": "n1",
+                             "conditions": [{"type": "Other", "status": "True"}, sched]}
+    assert int(got["metadata"]["resourceVersion"]) > int(pod["metadata"]["resourceVersion"])
+
+
+async def test_patch_conditions_on_a_custom_resource_merges_again_after_a_conflict(
+    kmock: Any, api: ApiState, cluster: KubeCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom resource takes no strategic merge patch: the merged list goes with the resourceVersion it was
+    merged into, and a writer that got in between makes it read and merge again rather than lose that write."""
+    other = {"type": "Other", "status": "True"}
+    api.seed("WaterlinePolicy", {"metadata": {"name": "w"}, "spec": {}, "status": {"conditions": [other]}})
+    real_get = cluster.get
+    reads = 0
+
+    def get_then_race(kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        nonlocal reads
+        got = real_get(kind, name, namespace=namespace)
+        reads += 1
+        if reads == 1:  # another agent writes its condition between this read and the patch
+            cur = copy.deepcopy(api.get("WaterlinePolicy", "w"))
+            assert cur is not None
+            cur["status"]["conditions"].append({"type": "Theirs", "status": "True"})
+            api.seed("WaterlinePolicy", cur)
+        return got
+
+    monkeypatch.setattr(cluster, "get", get_then_race)
+    mine = {"type": "Valid", "status": "True", "reason": "Valid"}
+    out = await asyncio.to_thread(cluster.patch_conditions, "WaterlinePolicy", "w", [mine])
+    assert [c["type"] for c in out["status"]["conditions"]] == ["Other", "Theirs", "Valid"]
+    assert reads == 2
+    patches_sent = [r for r in requests_to(kmock, "/waterlinepolicies/w/status") if r.method.value.upper() == "PATCH"]
+    assert [r.headers["Content-Type"] for r in patches_sent] == ["application/merge-patch+json"] * 2
+    assert all(r.data["metadata"]["resourceVersion"] for r in patches_sent)
+
+    # a writer that always gets in between: the conflict is raised after a bounded number of rounds
+    reads = 0
+
+    def always_race(kind: str, name: str, *, namespace: str | None = None) -> dict[str, Any]:
+        nonlocal reads
+        got = real_get(kind, name, namespace=namespace)
+        reads += 1
+        cur = copy.deepcopy(api.get("WaterlinePolicy", "w"))
+        assert cur is not None
+        api.seed("WaterlinePolicy", cur)
+        return got
+
+    monkeypatch.setattr(cluster, "get", always_race)
+    with pytest.raises(Conflict):
+        await asyncio.to_thread(cluster.patch_conditions, "WaterlinePolicy", "w", [mine])
+    assert reads == 5
+
+
+async def teststrategic_merge_patch_is_refused_for_custom_resources(
+    kmock: Any, api: ApiState, cluster: KubeCluster
+) -> None:
+    """The emulator refuses what the API server refuses, so the CRD path above is the only one that can work."""
+    api.seed("WaterlinePolicy", {"metadata": {"name": "w"}, "spec": {}})
+    with pytest.raises(ApiError) as err:
+        await asyncio.to_thread(cluster.request, "PATCH", cluster.path("WaterlinePolicy", "w", None, "status"),
+                                body={"status": {}}, content_type="application/strategic-merge-patch+json")
+    assert err.value.status == 415
 
 
 # -- subresources -----------------------------------------------------------------------------------

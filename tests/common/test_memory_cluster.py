@@ -119,3 +119,37 @@ def test_status_patch_and_replace_conflict() -> None:
     c.patch("NodeMetric", "n1", {"metadata": {"labels": {"x": "y"}}})
     with pytest.raises(Conflict):
         c.replace("NodeMetric", stale)
+
+
+def test_patch_conditions_merges_by_type() -> None:
+    """The strategic merge of ``status.conditions``: the writer's types only, others untouched, atomically."""
+    c = MemoryCluster(clock=FakeClock())
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady"}
+    n1 = node("n1")
+    n1["status"]["conditions"] = [ready, {"type": "Mine", "status": "True", "x": "1"}]
+    c.create("Node", n1)
+    seen: list[WatchEvent] = []
+    inf = c.informer("Node", seen.append)
+    inf.start()
+    cond = {"type": "Mine", "status": "False", "reason": "Cleared", "x": None}
+    out = c.patch_conditions("Node", "n1", [cond, {"type": "New", "status": "True", "gone": None}])
+    assert out["status"]["conditions"] == [ready, {"type": "Mine", "status": "False", "reason": "Cleared"},
+                                           {"type": "New", "status": "True"}]
+    assert out["status"]["allocatable"] == node("n1")["status"]["allocatable"]  # the rest of the status stays
+    assert [e.type for e in seen] == ["ADDED", "MODIFIED"]
+    # what the caller passed and got are its own: changing them changes nothing stored
+    cond["status"] = "Changed"
+    out["status"]["conditions"][0]["status"] = "Changed"
+    assert c.get("Node", "n1")["status"]["conditions"][:2] == [ready, {"type": "Mine", "status": "False",
+                                                                        "reason": "Cleared"}]
+    # other status fields in the same write
+    c.create("Pod", pod("p"))
+    got = c.patch_conditions("Pod", "p", [{"type": "PodScheduled", "status": "False"}], namespace="ns",
+                             status={"nominatedNodeName": "n1"})
+    assert got["status"] == {"phase": "Pending", "nominatedNodeName": "n1",
+                             "conditions": [{"type": "PodScheduled", "status": "False"}]}
+    with pytest.raises(NotFound):
+        c.patch_conditions("Node", "nope", [cond])
+    with pytest.raises(ValueError, match="type"):
+        c.patch_conditions("Node", "n1", [{"status": "True"}])
+    inf.stop()

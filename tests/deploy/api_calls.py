@@ -36,6 +36,7 @@ METHOD_VERBS: dict[str, tuple[str, tuple[str, ...]]] = {
     "replace": ("", ("update",)),
     "patch": ("", ("patch",)),
     "patch_status": ("status", ("patch",)),
+    "patch_conditions": ("status", ("patch",)),  # plus a get of a custom resource (see ApiCall.permissions)
     "delete": ("", ("delete",)),
 }
 KINDLESS: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -74,6 +75,9 @@ class ApiCall:
             info = kind_info(kind)
             resource = f"{info.plural}/{sub}" if sub else info.plural
             out.update(Permission(info.group, resource, v) for v in verbs)
+            if self.method == "patch_conditions" and info.group:
+                # no strategic merge patch for a custom resource: the object is read and merged first
+                out.add(Permission(info.group, info.plural, "get"))
         return out
 
 

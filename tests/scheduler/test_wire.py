@@ -213,7 +213,9 @@ async def test_unschedulable_pod_gets_condition_and_event(kmock: Any, api: ApiSt
         assert not posts(kmock, "/binding")
 
         (patch,) = patches(kmock, "/api/v1/namespaces/default/pods/huge/status")
-        assert patch.headers["Content-Type"] == "application/merge-patch+json"
+        # only the scheduler's own condition, merged by type on the server
+        assert patch.headers["Content-Type"] == "application/strategic-merge-patch+json"
+        assert [c["type"] for c in patch.data["status"]["conditions"]] == ["PodScheduled"]
         cond = pod_condition(api, "huge")
         assert cond is not None
         assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", expected)

@@ -22,8 +22,12 @@ from common.clock import FakeClock
 from common.cluster import merge_patch
 from common.cluster.kube import KubeCluster
 from tests.agent.qos.factories import EVICT, T0, node, pod, policy_dict, rule
+from tests.common.test_kube_wire import strategic_merge
 
 pytestmark = pytest.mark.kmock
+
+
+READY = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}
 
 
 class TickingClock(FakeClock):
@@ -38,7 +42,7 @@ class Api:
     def __init__(self) -> None:
         self.pods = {("default", n): {"metadata": {"name": n, "namespace": "default"}} for n in ("a", "b", "c")}
         self.node: dict[str, Any] = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
-                                     "spec": {}, "status": {"conditions": []}}
+                                     "spec": {}, "status": {"conditions": [READY]}}
         self.protected = {"default/a"}
         self.evictions: list[tuple[str, int | None, int]] = []  # (pod, grace, HTTP status)
         self.events: list[dict[str, Any]] = []
@@ -72,7 +76,8 @@ class Api:
             if method == "PATCH":
                 self.patches.append((req.subresource or "", req.data))
                 body = req.data if req.subresource == "status" else {k: v for k, v in req.data.items() if k != "status"}
-                self.node = merge_patch(self.node, body)
+                strategic = req.headers.get("Content-Type") == "application/strategic-merge-patch+json"
+                self.node = (strategic_merge if strategic else merge_patch)(self.node, body)
                 return kmock.Response(status=200, payload=self.node)
         return kmock.Response(status=405, payload={"kind": "Status", "code": 405, "message": f"{method} {req.url}"})
 
@@ -117,7 +122,12 @@ async def test_eviction_over_http_pdb_refusal_not_counted_and_rate_limited(kmock
     # the node got the soft taint and the condition over HTTP; events were posted
     assert r1.notes == ()
     assert {"key": TAINT_KEY, "effect": "PreferNoSchedule"}.items() <= api.node["spec"]["taints"][0].items()
-    assert [c["type"] for c in api.node["status"]["conditions"]] == [CONDITION_TYPE]
+    # merged by type: the kubelet's Ready is neither sent nor lost
+    assert [c["type"] for c in api.node["status"]["conditions"]] == ["Ready", CONDITION_TYPE]
+    assert api.node["status"]["conditions"][0] == READY
+    status_patches = [body for sub, body in api.patches if sub == "status"]
+    assert status_patches and all([c["type"] for c in b["status"]["conditions"]] == [CONDITION_TYPE]
+                                  for b in status_patches)
     reasons = [e["reason"] for e in api.events]
     assert "AvoidanceTriggered" in reasons and "WaterlineEviction" in reasons and "SchedulingDisabled" in reasons
 

@@ -168,6 +168,12 @@ def test_invalid_policy_rejected_and_last_valid_keeps_running() -> None:
     assert r.triggered == ("p.cpu",)  # the previous version (threshold 2) still runs
     assert env.cluster.evictions == ["default/a"]
     assert env.metric("loadwise_agent_waterline_rejected_policies", node="n1") == 1
+    # mended: the condition turns valid and loses the field of the rejection (it is merged in by type)
+    good = copy.deepcopy(env.cluster.get("WaterlinePolicy", "p"))
+    good["spec"]["objectiveEnsurances"][0]["avoidanceThreshold"] = 2
+    env.cluster.replace("WaterlinePolicy", good)
+    (cond,) = env.cluster.get("WaterlinePolicy", "p")["status"]["conditions"]
+    assert cond["status"] == "True" and cond["reason"] == "Valid" and "field" not in cond
     # a new, never-valid policy runs nothing
     env.cluster.create("WaterlinePolicy", {**policy_dict(name="q"), "spec": {"objectiveEnsurances": []}})
     assert [p.name for p in env.rt.policies.policies()] == ["p"]

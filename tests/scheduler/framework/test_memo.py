@@ -255,6 +255,11 @@ class _Cluster:
         self.calls.append(("patch", kind, namespace, name, repr(status)))
         return {}
 
+    def patch_conditions(self, kind: str, name: str, conditions: Any, *, namespace: str | None = None,
+                         status: Any = None) -> dict[str, Any]:
+        return self.patch_status(kind, name, {"status": {**(status or {}), "conditions": [dict(c) for c in conditions]}},
+                                 namespace)
+
     def emit_event(self, event: Any) -> None:
         self.calls.append(("event", event.kind, event.namespace, event.name, event.reason, event.message))
 
