@@ -365,7 +365,9 @@ class KubeCluster:
         fields = {k: v for k, v in (status or {}).items() if k != "conditions"}
         path = self.path(kind, name, namespace, "status")
         if not kind_info(kind).group:
-            body = {"status": {**fields, "conditions": [dict(c) for c in conditions]}}
+            body = {"status": dict(fields)}
+            if conditions:  # an empty list would say nothing either; leave the server no room to read it otherwise
+                body["status"]["conditions"] = [dict(c) for c in conditions]
             return self._typed(kind, self.request("PATCH", path, body=body, content_type=STRATEGIC_MERGE_PATCH))
         conflicts = 0
         while True:

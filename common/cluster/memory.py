@@ -319,9 +319,9 @@ class MemoryCluster:
             cur = self._bucket(kind).get(self._key(kind, name, namespace))
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
-            merged = merge_conditions((cur.get("status") or {}).get("conditions"), conditions)
             body = {k: v for k, v in (status or {}).items() if k != "conditions"}
-            body["conditions"] = merged
+            if conditions:
+                body["conditions"] = merge_conditions((cur.get("status") or {}).get("conditions"), conditions)
             return self._merge_status(kind, name, namespace, body, handed_over=False)
 
     def write_status(self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None) -> None:

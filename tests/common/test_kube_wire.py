@@ -542,6 +542,11 @@ async def test_patch_conditions_on_a_core_kind_is_astrategic_merge(
     assert got["status"] == {"phase": "Pending", "nominatedNodeName": "n1",
                              "conditions": [{"type": "Other", "status": "True"}, sched]}
     assert int(got["metadata"]["resourceVersion"]) > int(pod["metadata"]["resourceVersion"])
+    # only fields: no conditions list is sent at all
+    await asyncio.to_thread(cluster.patch_conditions, "Pod", "p", [], namespace="default",
+                            status={"nominatedNodeName": "n2"})
+    last = [r for r in requests_to(kmock, "/pods/p/status") if r.method.value.upper() == "PATCH"][-1]
+    assert last.data == {"status": {"nominatedNodeName": "n2"}}
 
 
 async def test_patch_conditions_on_a_custom_resource_merges_again_after_a_conflict(

@@ -153,3 +153,10 @@ def test_patch_conditions_merges_by_type() -> None:
     with pytest.raises(ValueError, match="type"):
         c.patch_conditions("Node", "n1", [{"status": "True"}])
     inf.stop()
+
+
+def test_patch_conditions_without_conditions_writes_only_the_fields() -> None:
+    c = MemoryCluster(clock=FakeClock())
+    c.create("Pod", pod("p"))
+    got = c.patch_conditions("Pod", "p", [], namespace="ns", status={"nominatedNodeName": "n1"})
+    assert got["status"] == {"phase": "Pending", "nominatedNodeName": "n1"}
