@@ -12,7 +12,9 @@ Definitions (they are printed in the report too, from :data:`DEFINITIONS`):
 * **mean cluster utilisation** — total usage / total allocatable, averaged over the ticks.
 * **pods** — submitted: workload pods that arrived; scheduled: of those, pods bound at least once; pending:
   pods still waiting at the end; unschedulable: of those, pods the last session found no feasible node for
-  (it gave a fit failure message); wait: creation to binding.
+  (it gave a fit failure message); wait: creation to binding, 0 for a pod the session of the tick it arrived in
+  bound (its mean, p95, p99 and longest; and the share of bindings that waited at all, since a few pods held
+  back for hours can pull the mean above the p95).
 * **evictions** — accepted evictions by the waterline engine and by the scheduler (preempt/reclaim); the rate
   is evictions per submitted pod.  Evicted pods are re-created (and counted once more when bound).
 * **throttle-minutes** — pod-minutes spent under a CPU quota the waterline engine lowered below the pod's own
@@ -68,6 +70,9 @@ class Measures:
     pods_unschedulable: int
     wait_mean_seconds: float
     wait_p95_seconds: float
+    wait_p99_seconds: float
+    wait_max_seconds: float
+    waited_percent: float  # of bindings, those that waited beyond the tick the pod arrived in
     evictions_waterline: int
     evictions_scheduler: int
     eviction_rate_percent: float
@@ -123,6 +128,9 @@ def measure(rec: RunRecord) -> Measures:
         pods_unschedulable=rec.unschedulable_end,
         wait_mean_seconds=round(float(waits.mean()), 1) if waits.size else 0.0,
         wait_p95_seconds=round(float(np.percentile(waits, 95)), 1) if waits.size else 0.0,
+        wait_p99_seconds=round(float(np.percentile(waits, 99)), 1) if waits.size else 0.0,
+        wait_max_seconds=round(float(waits.max()), 1) if waits.size else 0.0,
+        waited_percent=round(100.0 * float((waits > 0).mean()), 2) if waits.size else 0.0,
         evictions_waterline=rec.waterline_evictions,
         evictions_scheduler=rec.scheduler_evictions,
         eviction_rate_percent=round(100.0 * evictions / rec.submitted, 3) if rec.submitted else 0.0,
@@ -161,6 +169,9 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("  of which unschedulable", "pods_unschedulable", "{:,d}"),
     ("mean wait to bind, s", "wait_mean_seconds", "{:.0f}"),
     ("p95 wait to bind, s", "wait_p95_seconds", "{:.0f}"),
+    ("p99 wait to bind, s", "wait_p99_seconds", "{:.0f}"),
+    ("longest wait to bind, s", "wait_max_seconds", "{:,.0f}"),
+    ("bindings that waited, %", "waited_percent", "{:.2f}"),
     ("evictions by waterline", "evictions_waterline", "{:,d}"),
     ("evictions by scheduler", "evictions_scheduler", "{:,d}"),
     ("evictions per submitted pod %", "eviction_rate_percent", "{:.2f}"),

@@ -64,6 +64,10 @@ def test_measures_match_hand_computation() -> None:
     assert m.throttle_minutes == 2.0  # 4 pod-ticks of 30 s
     assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending, m.pods_unschedulable) == (10, 8, 9, 2, 1)
     assert m.wait_mean_seconds == 22.5
+    assert m.wait_p95_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 95), abs=0.05)
+    assert m.wait_p99_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 99), abs=0.05)
+    assert m.wait_max_seconds == 60.0
+    assert m.waited_percent == 50.0  # two of the four bindings waited beyond their arrival tick
     assert m.evictions == 2 and m.eviction_rate_percent == 20.0
     assert m.sessions == 3 and m.session_mean_ms == 20.0 and m.session_cpu_mean_ms == 10.0
     assert m.per_pod_ms == 20.0  # 60 ms for 3 placed pods
