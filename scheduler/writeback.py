@@ -6,7 +6,7 @@ changed."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,16 @@ class WriteBackStats:
     errors: list[str] = field(default_factory=list)
 
 
+def _written(stats: WriteBackStats, kind: str, name: str, namespace: str | None, write: Callable[[], Any]) -> bool:
+    """Whether ``write`` went through; an API error is kept in ``stats`` (the session goes on)."""
+    try:
+        write()
+        return True
+    except ApiError as exc:
+        stats.errors.append(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}")
+        return False
+
+
 class WriteBack:
     def __init__(self, cluster: Cluster, events: EventLimiter) -> None:
         self.cluster = cluster
@@ -72,21 +82,14 @@ class WriteBack:
 
     def _patch_status(self, kind: str, name: str, patch: Mapping[str, Any], namespace: str | None,
                       stats: WriteBackStats) -> bool:
-        try:
-            self.cluster.patch_status(kind, name, {"status": dict(patch)}, namespace=namespace)
-            return True
-        except ApiError as exc:
-            stats.errors.append(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}")
-            return False
+        return _written(stats, kind, name, namespace,
+                        lambda: self.cluster.patch_status(kind, name, {"status": dict(patch)}, namespace=namespace))
 
     def _patch_conditions(self, kind: str, name: str, conditions: list[dict[str, Any]], fields: Mapping[str, Any],
                           namespace: str | None, stats: WriteBackStats) -> bool:
-        try:
-            self.cluster.patch_conditions(kind, name, conditions, namespace=namespace, status=fields)
-            return True
-        except ApiError as exc:
-            stats.errors.append(f"{kind} {namespace + '/' if namespace else ''}{name}: {exc}")
-            return False
+        return _written(stats, kind, name, namespace,
+                        lambda: self.cluster.patch_conditions(kind, name, conditions, namespace=namespace,
+                                                              status=fields))
 
     def write(self, ssn: Session) -> WriteBackStats:
         stats = WriteBackStats()
