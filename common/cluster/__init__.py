@@ -157,9 +157,9 @@ class Cluster(Protocol):
 
         Each given condition is merged into the stored one of the same type (or appended), as a strategic merge
         patch does with the list's merge key: a kubelet updating the node's ``Ready`` while an agent sets its own
-        condition loses nothing.  ``status`` holds other status fields to merge in the same write.  Core kinds
-        take a strategic merge patch; other groups (custom resources have none) a merge patch guarded by the
-        resourceVersion just read, retried on :class:`Conflict`.
+        condition loses nothing.  ``status`` holds other status fields to merge in the same write.  Kinds of the
+        core group take a strategic merge patch; other groups (custom resources have none) a merge patch guarded
+        by the resourceVersion just read, retried on :class:`Conflict`.
         """
         ...
 

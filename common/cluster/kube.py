@@ -358,8 +358,9 @@ class KubeCluster:
         namespace: str | None = None,
         status: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Conditions by type: a strategic merge patch for a built-in kind (``conditions`` is merged by its
-        ``type`` key on the server); for a custom resource, which takes no strategic merge patch, the merged list
+        """Conditions by type: a strategic merge patch for a kind of the core group, Pod or Node (``conditions``
+        is merged by its ``type`` key on the server); for a custom resource, which takes no strategic merge patch
+        (and any other group's kind, to be safe), the merged list
         is written with a merge patch that carries the resourceVersion it was merged into, so a concurrent writer
         makes it fail with 409 and it is merged again."""
         fields = {k: v for k, v in (status or {}).items() if k != "conditions"}
