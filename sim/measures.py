@@ -43,6 +43,8 @@ DEFINITIONS: dict[str, str] = {
     "mean utilisation": "cluster usage / cluster allocatable, averaged over ticks",
     "scheduled": "submitted workload pods bound at least once",
     "pending / unschedulable": "pods waiting at the end / of those, pods the last session could not fit anywhere",
+    "wait to bind": "seconds from a pod's creation to its binding, 0 when the session of the tick it arrived in "
+    "bound it; mean, p95, p99 and longest over all bindings, and the share of bindings that waited at all",
     "evictions": "accepted evictions (waterline engine + scheduler preemption); rate = evictions / submitted pods",
     "throttle-minutes": "pod-minutes under a waterline CPU quota below the pod's own limit",
     "session latency": "wall-clock time of one scheduling session; per pod = session time / pods placed; "
