@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w = parser.add_argument_group("workload")
     w.add_argument("--nodes", type=positive_int, default=DEFAULT_NODES, help="cluster size (default %(default)s)")
     w.add_argument("--hours", type=positive_float, default=DEFAULT_HOURS,
-                   help="simulated time (default %(default)s; a whole day at 100 nodes takes about 2.5 minutes)")
+                   help="simulated time (default %(default)s; a whole day at 100 nodes takes about 2 minutes)")
     w.add_argument("--seed", type=int, default=1, help="workload and usage-noise seed (default %(default)s)")
     w.add_argument("--trace", action="append", default=[], choices=("alibaba-v2018", "openb", "all"),
                    help="replay public traces instead of the synthetic workload (repeatable)")
