@@ -139,6 +139,27 @@ def _table_html(rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _waits_html(records: Sequence[RunRecord]) -> str:
+    """Who waited to be bound: per policy and class of pod (service, batch job of one, gang member, best-effort),
+    the bindings, the share that waited beyond their arrival tick, the mean and the longest wait."""
+    rows = [["policy", "pods", "bindings", "waited", "mean wait, s", "longest wait, s"]]
+    for rec in records:
+        classes = np.asarray(rec.wait_classes, dtype=object)
+        if classes.size != rec.waits.size:   # a record from before per-class waits were kept
+            continue
+        first = True
+        for name in sorted(set(rec.wait_classes)):
+            w = rec.waits[classes == name]
+            rows.append([rec.policy if first else "", name, f"{w.size:,d}", f"{100.0 * float((w > 0).mean()):.2f}%",
+                         f"{float(w.mean()):.0f}", f"{float(w.max()):,.0f}"])
+            first = False
+    if len(rows) == 1:
+        return ""
+    if all(not (rec.waits > 0).any() for rec in records):
+        return "<h2>Who waited to be bound</h2><p>Nobody: every pod was bound in the tick it arrived in.</p>"
+    return "<h2>Who waited to be bound</h2>" + _table_html(rows)
+
+
 def _waiting_html(records: Sequence[RunRecord]) -> str:
     """Why the pods still waiting at the end were not placed: the scheduler's last message, grouped by reason."""
     rows = [["policy", "pods waiting at the end", "reason (scheduler's last fit message)", "pods"]]
@@ -173,7 +194,7 @@ def render_html(
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in workload_notes)
     cites = "".join(f"<li>{html.escape(s)}</li>" for s in sources)
     settings_rows = [["setting", "value"], *[[k, str(v)] for k, v in settings.items()]]
-    waiting = _waiting_html(records)
+    waiting = _waits_html(records) + _waiting_html(records)
     imgs = [
         ("Per-policy comparison", plot_bars(results)),
         ("Hotspots over time", plot_hotspots(records)),

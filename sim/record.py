@@ -47,6 +47,7 @@ class RunRecord:
     ran: int = 0  # distinct workload pods bound at least once
     bindings: int = 0
     waits: F64 = field(default_factory=lambda: np.zeros(0))  # seconds from creation to binding, per binding
+    wait_classes: list[str] = field(default_factory=list)  # per binding, as waits: "gang" or the pod kind
     waterline_evictions: int = 0
     scheduler_evictions: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
@@ -105,6 +106,7 @@ class RunRecord:
         self.ran = len(counters.ran)
         self.bindings = counters.bindings
         self.waits = np.asarray(counters.waits, dtype=np.float64)
+        self.wait_classes = list(counters.wait_classes)
         self.waterline_evictions = counters.waterline_evictions
         self.scheduler_evictions = counters.scheduler_evictions
         self.evicted_by_kind = dict(counters.evicted_by_kind)

@@ -163,6 +163,7 @@ class _Counters:
     ran: set[int] = field(default_factory=set)
     submitted: set[int] = field(default_factory=set)
     waits: list[float] = field(default_factory=list)
+    wait_classes: list[str] = field(default_factory=list)  # per binding: "gang", or the pod kind's value
     waterline_evictions: int = 0
     scheduler_evictions: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
@@ -291,6 +292,7 @@ class Simulation:
             self.counters.bindings += 1
             self.counters.ran.add(p.index)
             self.counters.waits.append(t - p.created)
+            self.counters.wait_classes.append("gang" if p.spec.group else p.spec.kind.value)
             placed += 1
         self._bind_seen = len(bindings)
         return placed

@@ -101,3 +101,20 @@ def test_report_lists_why_pods_still_wait() -> None:
     done = _record()
     done.pending_end = 0
     assert "every submitted pod was placed" in _waiting_html([done])
+
+
+def test_report_says_who_waited_by_class_of_pod() -> None:
+    from sim.html import _waits_html
+
+    rec = _record("loadaware")
+    rec.wait_classes = ["service", "gang", "gang", "batch"]  # waits 0, 30, 60, 0
+    page = _waits_html([rec])
+    assert "Who waited to be bound" in page
+    # gang: 2 bindings, both waited, mean 45 s, longest 60 s; the others never waited
+    assert "<td>gang</td><td>2</td><td>100.00%</td><td>45</td><td>60</td>" in page
+    assert "<td>service</td><td>1</td><td>0.00%</td><td>0</td><td>0</td>" in page
+    calm = _record()
+    calm.waits = np.zeros(4)
+    calm.wait_classes = ["service"] * 4
+    assert "Nobody" in _waits_html([calm])
+    assert _waits_html([_record()]) == ""   # no classes kept: no table rather than a wrong one

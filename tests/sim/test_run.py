@@ -85,6 +85,7 @@ def test_lifecycle_with_an_in_test_binder() -> None:
     simulation = Simulation(w, Policy("rr", {}), opts, scheduler_factory=RoundRobinBinder)
     rec = simulation.run()
     assert (rec.submitted, rec.ran, rec.bindings, rec.pending_end) == (4, 4, 4, 0)
+    assert sorted(rec.wait_classes) == ["best-effort", "gang", "gang", "service"]  # one per binding, as waits
     assert 0 < rec.cpu_seconds and rec.session_cpu_seconds.size == rec.session_seconds.size > 0
     # svc runs forever; the gang (t 30..330) and the best-effort pod (t 60..660) come and go.
     assert rec.running.tolist()[:3] == [1, 3, 4]
