@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduler_throughput.py
 	$(BIN)/python benchmarks/agent_overhead.py
 	$(BIN)/python benchmarks/sim_runtime.py
+	$(BIN)/python benchmarks/sim_goal.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
