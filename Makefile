@@ -6,10 +6,11 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+# The runtime dependencies at the versions the images pin (deploy/images/requirements.lock): tested as shipped.
+$(STAMP): pyproject.toml deploy/images/requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test]' -c deploy/images/requirements.lock
 	touch $(STAMP)
 
 # The simulator's comparison with its defaults (<60 s on 2 cores); the HTML report lands in sim-out/.

@@ -1,7 +1,7 @@
 """Issue #8's figures: the default comparison's wall time against its 60 s budget, and the goal's measures.
 
-    python benchmarks/sim_goal.py            # the defaults of `loadwise sim` (100 nodes, 11:00-17:00)
-    python benchmarks/sim_goal.py --day      # a whole simulated day (--hours 24 --start-hour 0)
+    python benchmarks/sim_goal.py             # the defaults of `loadwise sim` (100 nodes, a whole day, 60 s steps)
+    python benchmarks/sim_goal.py --tick 30   # the same day in 30 s steps
 
 Runs the three compared policies side by side in worker processes, as `loadwise sim` does, then prints the wall
 time and its ratio to the 60 s budget, each policy's CPU time, and the goal: hotspot node-minutes of
@@ -15,7 +15,7 @@ import argparse
 import logging
 import time
 
-from loadwise.cmd_sim import DEFAULT_HOURS, DEFAULT_NODES, DEFAULT_START_HOUR
+from loadwise.cmd_sim import DEFAULT_HOURS, DEFAULT_NODES, DEFAULT_START_HOUR, DEFAULT_TICK_SECONDS
 from sim.compare import default_jobs, measure_all, run_all
 from sim.measures import reduction
 from sim.policies import DEFAULT_COMPARE, load_policies
@@ -30,19 +30,19 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=DEFAULT_NODES)
     ap.add_argument("--hours", type=float, default=DEFAULT_HOURS)
     ap.add_argument("--start-hour", type=float, default=DEFAULT_START_HOUR)
-    ap.add_argument("--day", action="store_true", help="a whole day: --hours 24 --start-hour 0")
+    ap.add_argument("--tick", type=float, default=DEFAULT_TICK_SECONDS)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    hours, start = (24.0, 0.0) if args.day else (args.hours, args.start_hour)
+    hours, start = args.hours, args.start_hour
     logging.disable(logging.WARNING)
     policies = load_policies(list(DEFAULT_COMPARE))
     t0 = time.perf_counter()
     workload = generate(SyntheticConfig(nodes=args.nodes, hours=hours, seed=args.seed))
-    options = SimOptions(hours=hours, start_hour=start, seed=args.seed)
+    options = SimOptions(hours=hours, start_hour=start, seed=args.seed, tick_seconds=args.tick)
     records = run_all(workload, policies, options, jobs=default_jobs(len(policies)))
     wall = time.perf_counter() - t0
     results = {m.policy: m for m in measure_all(records)}
-    print(f"{workload.name}, from {start:g}:00, {len(workload.pods):,d} pods")
+    print(f"{workload.name}, from {start:g}:00 in {args.tick:g} s steps, {len(workload.pods):,d} pods")
     print(f"comparison wall time  {wall:6.1f} s  ({wall / BUDGET_SECONDS:.2f} × the {BUDGET_SECONDS:.0f} s budget)")
     for rec in records:
         print(f"  {rec.policy:<22} CPU {rec.cpu_seconds:6.1f} s")

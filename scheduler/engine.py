@@ -144,6 +144,7 @@ class Scheduler:
         finally:
             # the result holds no task/job object: the next session may renew them
             self.memo.release(ssn)
+            ssn.release()
 
     def _run(self, ssn: Session, t0: float) -> SessionResult:
         self._update_freshness(ssn)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from agent.nodemetric import (
     MetricCollectPolicy,
     PodMeta,
@@ -41,11 +43,11 @@ class SimAgents:
         self.policy = policy
         self.tick_seconds = tick_seconds
         self.stores = [UsageStore(policy, interval_seconds=tick_seconds) for _ in self.nodes]
-        interval = float(policy.interval_seconds)
-        # Agents start at different moments: spread the report phases over the interval, on the tick grid.
-        ticks_per_report = max(1, round(interval / tick_seconds))
-        self._period_ticks = ticks_per_report
-        self._phase = [i % ticks_per_report for i in range(len(self.nodes))]
+        # Agents start at different moments: their report times are spread evenly over the interval.
+        self.interval = float(policy.interval_seconds)
+        n = len(self.nodes)
+        self._phase = np.array([self.interval * i / n for i in range(n)], dtype=np.float64)
+        self._next = self._phase.copy()  # seconds from the start: each agent's next report
         self.reports = 0
 
     def create_nodemetrics(self) -> None:
@@ -62,16 +64,38 @@ class SimAgents:
             t, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods]
         )
 
-    def due(self, tick: int) -> list[int]:
-        """Nodes whose agent reports on tick number ``tick``.
+    def due(self, tick: int) -> tuple[list[int], list[int]]:
+        """Nodes whose agent reports during tick number ``tick``: those that report before the tick's scheduling
+        session, and those that report after it.
 
-        On the first tick every agent reports: agents run before the simulated pods arrive, and a node whose
-        NodeMetric has never been updated counts as expired, which would close it to the first burst of pods.
+        A tick is ``tick_seconds`` of simulated time, and its session runs at its start.  An agent whose report
+        time falls in the tick's first half reports before the session, one whose time falls in the second half
+        after it, so the next session is the first to see it.  Either report carries the tick's usage (the only
+        sample there is): the age of the data a session reads is then spread over ``[0, reportInterval)`` with
+        the mean of a real cluster's, half the interval, whatever the tick.  An agent reports at most once a tick
+        (with an interval shorter than the tick it would only repeat the same samples).
+
+        On the first tick every agent reports, before the session: agents run before the simulated pods arrive,
+        and a node whose NodeMetric has never been updated counts as expired, which would close it to the first
+        burst of pods.
         """
+        start = tick * self.tick_seconds
+        end = start + self.tick_seconds
+        nxt = self._next
         if tick == 0:
-            return list(range(len(self.nodes)))
-        phase = tick % self._period_ticks
-        return [i for i, p in enumerate(self._phase) if p == phase]
+            before: list[int] = list(range(len(self.nodes)))
+            after: list[int] = []
+        else:
+            eps = 1e-6 * self.tick_seconds
+            due = np.flatnonzero(nxt < end - eps)
+            early = nxt[due] < start + self.tick_seconds / 2 - eps
+            before, after = due[early].tolist(), due[~early].tolist()
+        # Past this tick: each agent's first report time at or after its end.
+        late = nxt < end - 1e-6 * self.tick_seconds
+        if late.any():
+            steps = np.ceil((end - nxt[late]) / self.interval - 1e-9)
+            nxt[late] += steps * self.interval
+        return before, after
 
     def report(self, t: float, node: int, pods: Sequence[PodMeta]) -> None:
         """Build node ``node``'s NodeMetric status at ``t`` and write it (status subresource)."""

@@ -7,12 +7,14 @@ Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
 2. computes every running pod's true usage from the workload model (capped by its CPU limit and by any
    waterline quota), sums it per node with a small system overhead, and squeezes CPU proportionally on a node
    whose demand exceeds its capacity;
-3. records the usage into each node's agent history and lets the agents whose report is due write their
-   NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging reports (a policy
-   that reads no usage, the request-based baseline, runs without agents, as a cluster without Loadwise does);
+3. records the usage into each node's agent history and lets the agents whose report falls in the tick's first
+   half write their NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging
+   reports (a policy that reads no usage, the request-based baseline, runs without agents, as a cluster without
+   Loadwise does);
 4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
    simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
-5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster.
+5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster;
+6. lets the agents whose report falls in the tick's second half write theirs, for the next session to see.
 
 Nothing here decides placement, eviction or throttling: those come from the production classes.
 """
@@ -53,6 +55,7 @@ from sim.waterline import CPU_PERIOD_US, SimWaterline
 __all__ = ["Policy", "SimOptions", "SessionRunner", "SchedulerFactory", "default_scheduler_factory", "Simulation", "run"]
 
 GiB = 1024**3
+_COLLECT_SECONDS = 3600.0  # simulated time between two runs of the (otherwise paused) cyclic garbage collector
 
 
 class SessionResultLike(Protocol):
@@ -90,7 +93,7 @@ class Policy:
 @dataclass(frozen=True, slots=True)
 class SimOptions:
     hours: float = 24.0
-    tick_seconds: float = 30.0
+    tick_seconds: float = 60.0
     report_interval_seconds: int = 60
     aggregate_duration_seconds: int = 300
     aggregated_durations: tuple[float, ...] = ()
@@ -397,9 +400,18 @@ class Simulation:
         # sight, so full collections (100-200 ms over a large cluster) scan only what the ticks allocate.
         gc.collect()
         gc.freeze()
+        # The code a tick runs leaves (next to) no reference cycles - a scheduler session, the one that did, is
+        # released when it ends - so what it frees goes at once.  The automatic collector would only walk the
+        # surviving young objects over and over (a fifth of a run's time): it is paused, and one collection per
+        # simulated hour (``_COLLECT_SECONDS``) still frees any cycle that does form among the objects made since
+        # the last one.
+        enabled = gc.isenabled()
+        gc.disable()
         try:
             return self._run(progress)
         finally:
+            if enabled:
+                gc.enable()
             gc.unfreeze()
 
     def _run(self, progress: Callable[[int], None] | None) -> RunRecord:
@@ -409,7 +421,11 @@ class Simulation:
         wall0, process0 = time.perf_counter(), time.process_time()
         phases = dict.fromkeys(("pods", "usage", "agent-record", "agent-report", "waterline", "scheduler"), 0.0)
         clock = time.perf_counter
+        collect_every = max(1, round(_COLLECT_SECONDS / opts.tick_seconds))
         for k in range(n_ticks):
+            if k and k % collect_every == 0:
+                gc.collect()
+                gc.freeze()  # what survived lives on: the next collections need not walk it again
             t = k * opts.tick_seconds
             now = opts.start_time + t
             self.clock.set(now)
@@ -431,8 +447,10 @@ class Simulation:
                 for i in range(n_nodes):
                     agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
             c3 = clock()
+            report_after: list[int] = []
             if agents is not None:
-                for i in agents.due(k):
+                report_before, report_after = agents.due(k)
+                for i in report_before:
                     agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
             c4 = clock()
             if self.waterline is not None:
@@ -451,14 +469,18 @@ class Simulation:
                 for key, p in self._pending.items():
                     p.message = str(messages.get(key, p.message))
             c6 = clock()
+            if agents is not None and report_after:  # the agents whose report falls after the session
+                for i in report_after:
+                    agents.report(now, i, [p.meta for p, _, _ in pods_on[i] if p.key in self._running])
+            c7 = clock()
             rec.store_tick(
                 k, node_cpu, node_mem, running=len(self._running), pending=len(self._pending),
                 throttled=self._throttled(), placed=placed,
             )
             phases["pods"] += c1 - c0
-            phases["usage"] += c2 - c1 + clock() - c6
+            phases["usage"] += c2 - c1 + clock() - c7
             phases["agent-record"] += c3 - c2
-            phases["agent-report"] += c4 - c3
+            phases["agent-report"] += c4 - c3 + c7 - c6
             phases["waterline"] += c5 - c4
             phases["scheduler"] += c6 - c5
             if progress is not None:

@@ -190,6 +190,20 @@ class Session:
         for plugin in self.plugins.values():
             plugin.on_session_close(self)
 
+    def release(self) -> None:
+        """Drop the plugins and every function and handler they registered, once nothing reads the session.
+
+        Those refer back to the session (a closure over it, or over a plugin that holds it), so a finished session
+        would otherwise live on in reference cycles, with its snapshot, tasks and nodes, until the cyclic garbage
+        collector finds it; released, it is freed as soon as the last reference to it goes.
+        """
+        self.plugins.clear()
+        for fns in self.fns.values():
+            fns.clear()
+        self.event_handlers.clear()
+        self._tier_cache.clear()
+        self._enabled_cache.clear()
+
     # ---- registration -------------------------------------------------------------------------------------------
 
     def _add(self, kind: str, plugin: str, fn: Any) -> None:

@@ -114,6 +114,45 @@ def test_nodemetrics_are_reported_every_interval_on_staggered_phases() -> None:
     assert {p.name for p in metrics["n0"].pods} == {"svc", "g-1"}  # bound in turn: svc, g-0, g-1, be
 
 
+@pytest.mark.parametrize(("tick", "interval"), [(60.0, 60), (30.0, 60), (60.0, 120), (45.0, 60), (60.0, 20)])
+def test_agents_report_once_an_interval_on_their_own_phase_before_or_after_the_session(tick: float, interval: int) -> None:
+    """Report times are spread evenly over the interval; one in a tick's first half goes before its session, one in
+    its second half after it, so the data a session reads is on average half an interval old, as in a cluster."""
+    n = 100
+    nodes = [NodeSpec(f"n{i}", 4000, 8 * GiB) for i in range(n)]
+    agents = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes,
+                                  agent.nodemetric.MetricCollectPolicy(report_interval_seconds=interval),
+                                  tick_seconds=tick)
+    ticks = 48
+    before, after = agents.due(0)
+    assert before == list(range(n)) and after == []  # everyone at once on the first tick
+    seen: dict[int, list[tuple[float, bool]]] = {i: [] for i in range(n)}  # (tick start, before the session)
+    ages = []
+    last = dict.fromkeys(range(n), 0.0)  # when the data the scheduler holds for the node was sampled
+    for k in range(1, ticks):
+        before, after = agents.due(k)
+        assert not set(before) & set(after)
+        for i in before:
+            seen[i].append((k * tick, True))
+            last[i] = k * tick
+        ages += [k * tick - last[i] for i in range(n)]  # the session runs now
+        for i in after:
+            seen[i].append((k * tick, False))
+            last[i] = k * tick
+    per_tick = max(1.0, interval / tick)
+    for reports in seen.values():
+        # once a tick at most, and about once an interval
+        assert len({t for t, _ in reports}) == len(reports)
+        assert abs(len(reports) - (ticks - 1) / per_tick) <= 1.0
+    # when the interval spans ticks, both kinds happen, and the data is half an interval old on average
+    if interval >= tick:
+        assert sum(len(r) for r in seen.values()) > 0
+        assert any(b for r in seen.values() for _, b in r) and any(not b for r in seen.values() for _, b in r)
+        assert np.mean(ages) == pytest.approx(interval / 2, rel=0.1)
+    else:
+        assert all(b for r in seen.values() for _, b in r)  # a report every tick, before its session
+
+
 def test_scheduler_eviction_recreates_the_pod() -> None:
     w = _tiny_workload()
     opts = SimOptions(hours=0.1, tick_seconds=30)
@@ -230,7 +269,7 @@ def test_report_plots_run_on_the_simulated_time_of_day() -> None:
     w = generate(SyntheticConfig(nodes=2, hours=1.0, seed=1))
     rec = run(w, load_policies(["requests"])[0], SimOptions(hours=1.0, start_hour=23.5, seed=1))
     hours = _hours(rec)
-    assert hours[0] == 23.5 and hours[-1] == 23.5 + (rec.ticks - 1) * 30 / 3600
+    assert hours[0] == 23.5 and hours[-1] == 23.5 + (rec.ticks - 1) * rec.tick_seconds / 3600
     fig, ax = plt.subplots()
     _clock_axis(ax)
     fmt = ax.xaxis.get_major_formatter()
