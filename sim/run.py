@@ -402,7 +402,7 @@ class Simulation:
         gc.freeze()
         # The code a tick runs leaves (next to) no reference cycles - a scheduler session, the one that did, is
         # released when it ends - so what it frees goes at once.  The automatic collector would only walk the
-        # surviving young objects over and over (a fifth of a run's time): it is paused, and one collection per
+        # surviving young objects over and over (about a sixth of a run's time): it is paused, and one collection per
         # simulated hour (``_COLLECT_SECONDS``) still frees any cycle that does form among the objects made since
         # the last one.
         enabled = gc.isenabled()
