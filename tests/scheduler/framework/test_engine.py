@@ -8,6 +8,7 @@ import pytest
 
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
+from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
 from scheduler.framework.session import Session
 from tests.scheduler.factories import T0, conf, node, pod, podgroup
@@ -129,29 +130,13 @@ def test_a_skipped_object_is_logged_once_by_name_with_its_field(caplog: pytest.L
     assert "skipping Pod default/bad: spec.tolerations: expected a list, got 'all'" in caplog.messages
 
 
-FULL = """
-actions: "enqueue, allocate, preempt, reclaim, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: tainttoleration
-  - name: noderesources
-  - name: loadaware
-"""
-
-
 def test_a_finished_session_is_freed_without_the_cycle_collector(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plugins register closures over the session; released when it ends, the session and everything it built
-    go with the last reference instead of waiting, in reference cycles, for the cyclic garbage collector."""
+    go with the last reference instead of waiting, in reference cycles, for the cyclic garbage collector (the
+    daemon's default conf: every plugin it opens registers some)."""
     cluster = _cluster(node("a", cpu="4"), node("b", cpu="4"), pod("p1", cpu="1"),
                        podgroup("g", 2), pod("g-0", cpu="1", group="g"), pod("g-1", cpu="1", group="g"))
-    sched = Scheduler(cluster, conf(FULL), clock=FakeClock(T0 + 60))
+    sched = Scheduler(cluster, default_conf(), clock=FakeClock(T0 + 60))
     seen: list[weakref.ref[Session]] = []
     open_session = sched.open_session
 
