@@ -46,8 +46,8 @@ class SimAgents:
         # Agents start at different moments: their report times are spread evenly over the interval.
         self.interval = float(policy.interval_seconds)
         n = len(self.nodes)
-        self._phase = np.array([self.interval * i / n for i in range(n)], dtype=np.float64)
-        self._next = self._phase.copy()  # seconds from the start: each agent's next report
+        # seconds from the start: each agent's next report
+        self._next = np.array([self.interval * i / n for i in range(n)], dtype=np.float64)
         self.reports = 0
 
     def create_nodemetrics(self) -> None:
@@ -81,17 +81,17 @@ class SimAgents:
         """
         start = tick * self.tick_seconds
         end = start + self.tick_seconds
+        eps = 1e-6 * self.tick_seconds
         nxt = self._next
+        late = nxt < end - eps  # a report time in this tick
         if tick == 0:
             before: list[int] = list(range(len(self.nodes)))
             after: list[int] = []
         else:
-            eps = 1e-6 * self.tick_seconds
-            due = np.flatnonzero(nxt < end - eps)
+            due = np.flatnonzero(late)
             early = nxt[due] < start + self.tick_seconds / 2 - eps
             before, after = due[early].tolist(), due[~early].tolist()
         # Past this tick: each agent's first report time at or after its end.
-        late = nxt < end - 1e-6 * self.tick_seconds
         if late.any():
             steps = np.ceil((end - nxt[late]) / self.interval - 1e-9)
             nxt[late] += steps * self.interval
