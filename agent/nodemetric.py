@@ -3,7 +3,7 @@
 The agent (and the simulator) record one :class:`UsageSample` per tick into a :class:`UsageStore`
 and, every ``reportIntervalSeconds``, turn the store into the ``status`` of the node's NodeMetric
 with :func:`build_nodemetric_status`.  Both are pure: the tick time and the report time are
-arguments, and the pods' identity comes in as :class:`PodMeta` values (specs/koordinator.md §2–3.3).
+arguments, and the pods' identity comes in as :class:`PodMeta` values (docs/design/nodemetric.md §1–§4).
 
 Signatures (stable; the simulator uses them)::
 
@@ -438,7 +438,7 @@ def _aggregated(
 def build_nodemetric_status(
     store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta]
 ) -> dict[str, Any]:
-    """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3).
+    """The NodeMetric ``status`` at ``now`` from the recorded history (docs/design/nodemetric.md §4).
 
     The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
     rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).

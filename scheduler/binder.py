@@ -1,5 +1,5 @@
 """Binding and eviction against the cluster: pods/binding with retries and backoff, the Eviction API for victims,
-and the events kube-scheduler and Volcano emit for both (issue 5 §6, specs/volcano.md §5.3).
+and the events kube-scheduler and Volcano emit for both (docs/design/scheduler.md §5.3).
 
 A pod is never bound twice: a Conflict from the API (already bound) is final, and a successful bind is *assumed*
 in the cache until the watch confirms it, so the next session already accounts for it.

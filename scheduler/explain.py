@@ -1,5 +1,5 @@
 """``loadwise explain``: exactly one scheduling session in memory on a snapshot, reported per pod, node and plugin
-(DESIGN.md "Command line").  Nothing is written anywhere; binds and evictions are recorded."""
+(docs/design/cli.md §2).  Nothing is written anywhere; binds and evictions are recorded."""
 
 from __future__ import annotations
 

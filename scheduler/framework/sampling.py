@@ -1,4 +1,4 @@
-"""How many feasible nodes a task's search looks for before it stops (specs/volcano.md §2.9).
+"""How many feasible nodes a task's search looks for before it stops (docs/design/scheduler.md §2.9).
 
 On a large cluster Volcano does not check every node for every task: the search walks the nodes from where the
 previous search stopped and ends once ``nodes_to_find`` feasible ones were found; only those are scored.  The

@@ -1,4 +1,4 @@
-"""balancedallocation: kube's NodeResourcesBalancedAllocation, current formula (specs/kube-scoring.md §5).
+"""balancedallocation: kube's NodeResourcesBalancedAllocation, current formula (docs/design/kube-scoring.md §5).
 
 Prefers nodes whose cpu/memory (and other configured resources) would be used in balanced proportions.  Works on
 real requests (no non-zero defaults); the v1.36 score rates the *change* in balance the pod brings

@@ -1,4 +1,4 @@
-"""binpack: Volcano's bin-packing score (specs/volcano.md §4.9) — fuller nodes score higher, so small jobs leave
+"""binpack: Volcano's bin-packing score (docs/design/scheduler.md §4.9) — fuller nodes score higher, so small jobs leave
 whole nodes free for big ones.
 
 Arguments (Volcano's keys): ``binpack.weight`` (default 1; 0 = the plugin registers nothing), ``binpack.cpu``,

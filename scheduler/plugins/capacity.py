@@ -1,5 +1,5 @@
 """capacity: explicit per-queue quotas — ``deserved`` (entitlement), ``capability`` (hard cap) and ``guarantee``
-(never reclaimed below) — optionally as a queue tree through ``spec.parent`` (specs/volcano.md §4.6).
+(never reclaimed below) — optionally as a queue tree through ``spec.parent`` (docs/design/scheduler.md §4.6).
 
 Unlike proportion, a queue may borrow idle capacity up to its (real) capability, and what it holds beyond its
 deserved share is what other queues can reclaim.  In hierarchical mode (``enableHierarchy: true``) only leaf queues

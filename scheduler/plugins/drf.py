@@ -1,4 +1,4 @@
-"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (specs/volcano.md §4.4).
+"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (docs/design/scheduler.md §4.4).
 
 Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
 preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With

@@ -1,4 +1,4 @@
-"""gang: all-or-nothing placement by ``minMember`` / ``minTaskMember`` (specs/volcano.md §4.1).
+"""gang: all-or-nothing placement by ``minMember`` / ``minTaskMember`` (docs/design/scheduler.md §4.1).
 
 A job whose gang cannot be met is invalid (not scheduled at all), is ready only once ``minMember`` tasks are placed
 (allocate binds nothing before that), may be pipelined while victims terminate, and never loses tasks to preemption

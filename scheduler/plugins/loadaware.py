@@ -1,4 +1,4 @@
-"""loadaware: Koordinator's LoadAwareScheduling on our session (specs/koordinator.md §1): filter nodes whose real
+"""loadaware: Koordinator's LoadAwareScheduling on our session (docs/design/loadaware.md): filter nodes whose real
 usage plus the estimated usage of pods placed but not yet in metrics would exceed the thresholds, and score nodes
 by their remaining real capacity.  Allocations made in this session are reserved in the plugin's assigned-pod
 cache at once, so several pods placed in one session see each other.

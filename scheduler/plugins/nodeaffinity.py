@@ -1,4 +1,4 @@
-"""nodeaffinity: kube's NodeAffinity (specs/kube-scoring.md §8) on the session, with the ``addedAffinity`` argument.
+"""nodeaffinity: kube's NodeAffinity (docs/design/kube-scoring.md §8) on the session, with the ``addedAffinity`` argument.
 
 Filter: ``spec.nodeSelector`` AND the pod's required node-affinity terms AND the configured ``addedAffinity``
 required terms; a mismatch is UnschedulableAndUnresolvable ("node(s) didn't match Pod's node affinity/selector").

@@ -1,5 +1,5 @@
 """nodegroup: queues bound to groups of nodes (label ``volcano.sh/nodegroup-name``) by required/preferred affinity
-and anti-affinity, with optional per-group quotas (specs/volcano.md §4.13).
+and anti-affinity, with optional per-group quotas (docs/design/scheduler.md §4.13).
 
 Evaluated per distinct node group, not per node: at session open every node gets a group index, and each queue's
 pass mask, reasons and scores are computed once per group and broadcast to the nodes.  The per-group quota

@@ -1,4 +1,4 @@
-"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (specs/volcano.md §4.8).
+"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (docs/design/scheduler.md §4.8).
 
 Arguments (weights; 0 disables a scorer): ``leastrequested.weight`` 1, ``mostrequested.weight`` 0,
 ``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2, ``podaffinity.weight`` 2, ``tainttoleration.weight`` 3,

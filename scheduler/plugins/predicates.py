@@ -1,4 +1,4 @@
-"""predicates: Volcano's wrapper of kube-scheduler filters (specs/volcano.md §4.7).
+"""predicates: Volcano's wrapper of kube-scheduler filters (docs/design/scheduler.md §4.7).
 
 Per node, in Volcano's order:
 1. pod count — Unschedulable "node(s) pod number exceeded" when ``allocatable.pods ≤`` the pods already there

@@ -1,5 +1,5 @@
 """priority: higher-priority jobs and tasks first, and preemption only of strictly lower priority
-(specs/volcano.md §4.2).
+(docs/design/scheduler.md §4.2).
 
 Job priority is the value of the PodGroup's PriorityClass (the pod's own for a group of one); task priority is the
 pod's ``spec.priority`` (``volcano.sh/task-priority`` overrides).  Between jobs the job priorities are compared,

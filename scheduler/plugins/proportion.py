@@ -1,4 +1,4 @@
-"""proportion: weighted fair share of the cluster between queues (specs/volcano.md §4.5).
+"""proportion: weighted fair share of the cluster between queues (docs/design/scheduler.md §4.5).
 
 At session open every queue that holds a job gets a *deserved* share by water-filling the cluster total by queue
 weight, capped by its capability and its request and floored by its guarantee.  Queues are then served in order

@@ -1,5 +1,5 @@
 """sla: jobs that have waited their service-level time are served first and admitted regardless of quota votes
-(specs/volcano.md §4.11).
+(docs/design/scheduler.md §4.11).
 
 The waiting time is the plugin argument ``sla-waiting-time`` (a Go duration) or, per job, the PodGroup annotation
 ``sla-waiting-time`` / ``volcano.sh/sla-waiting-time``.  Jobs with an SLA sort before jobs without, earlier

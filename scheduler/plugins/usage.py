@@ -1,4 +1,4 @@
-"""usage: Volcano's load-aware plugin (specs/volcano.md §4.12) fed by the NodeMetric objects the agent writes.
+"""usage: Volcano's load-aware plugin (docs/design/scheduler.md §4.12) fed by the NodeMetric objects the agent writes.
 
 Volcano reads each node's average cpu/memory usage percent over a 10-minute period from Prometheus; here the
 percent is the NodeMetric's 10-minute ``avg`` aggregate (its latest ``nodeUsage`` when that window is not

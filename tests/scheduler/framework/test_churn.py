@@ -1,4 +1,4 @@
-"""Hypothesis state machine: random cluster churn under the real Scheduler (issue 5's "never over-commits, never binds
+"""Hypothesis state machine: random cluster churn under the real Scheduler (the promises "never over-commits, never binds
 twice, never binds part of a gang below minMember").
 
 The cluster is a :class:`MemoryCluster` whose ``bind`` fails at random in three ways a real API server does:
