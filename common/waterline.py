@@ -199,20 +199,11 @@ class WaterlinePolicy:
             return _parse(obj)
         except ConfigError as exc:
             if source and not exc.source:
-                raise ConfigError(_bare(exc), field=exc.field, source=source) from None
+                raise ConfigError(exc.message, field=exc.field, source=source) from None
             raise
 
 
 # -- parsing ----------------------------------------------------------------------------------------------
-
-
-def _bare(exc: ConfigError) -> str:
-    text = str(exc)
-    if exc.source:
-        text = text.removeprefix(f"{exc.source}: ")
-    if exc.field:
-        text = text.removeprefix(f"{exc.field}: ")
-    return text
 
 
 def _parse(obj: Mapping[str, Any]) -> WaterlinePolicy:

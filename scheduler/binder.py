@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
 from common.objects import PodView
 from scheduler.cache import SchedulerCache
@@ -70,7 +71,7 @@ class Binder:
         self.cache = cache
         self.events = events
         self.retries = retries
-        self.backoff = backoff_seconds
+        self.backoff = Backoff(backoff_seconds, backoff_seconds * 2 ** max(retries - 1, 0))
         self.sleep = sleep
         self.stats = BindStats()
 
@@ -92,7 +93,7 @@ class Binder:
                 reason = str(exc)
                 ambiguous = True
                 if attempt < self.retries:
-                    self.sleep(self.backoff * (2 ** attempt))
+                    self.sleep(self.backoff.delay(attempt + 1))
                 continue
             return self._bound(pod, node)
         if ambiguous and self._stored(pod, node):
