@@ -5,13 +5,7 @@ and, every ``reportIntervalSeconds``, turn the store into the ``status`` of the 
 with :func:`build_nodemetric_status`.  Both are pure: the tick time and the report time are
 arguments, and the pods' identity comes in as :class:`PodMeta` values (docs/design/nodemetric.md §1–§4).
 
-Signatures (stable; the simulator uses them)::
-
-    policy = MetricCollectPolicy.from_spec(nodemetric["spec"])      # or MetricCollectPolicy()
-    store = UsageStore(policy, interval_seconds=1.0)
-    store.record(t, UsageSample(node_cpu_cores=..., node_memory_bytes=..., pods={uid: PodUsage(...)}))
-    status = build_nodemetric_status(store, now, policy, [PodMeta.from_pod(p) for p in pods])
-    obj = nodemetric_object(node_name, policy, status)               # the whole object, as /nodemetric shows
+The simulator uses the same functions, so their signatures are a stable interface.
 
 Units on the way in: CPU in cores (float), memory in bytes.  On the way out: CPU as a milli quantity
 truncated (``int(cores * 1000)``), memory as a byte quantity truncated, as koordlet serialises them.
