@@ -27,6 +27,8 @@ from scheduler.scoring.resource_fit import parse_resource_weights
 __all__ = ["NAME", "BalancedAllocation", "balanced_scores"]
 
 NAME = "balancedallocation"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("resources",)
 IntArray = npt.NDArray[np.int64]
 
 

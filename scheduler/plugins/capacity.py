@@ -37,6 +37,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 __all__ = ["Capacity"]
 
 NAME = "capacity"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("ancestorReclaimLevel",)
 log = logging.getLogger(__name__)
 
 

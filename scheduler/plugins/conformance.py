@@ -22,6 +22,8 @@ from scheduler.framework.session import PERMIT, Session
 __all__ = ["Conformance"]
 
 NAME = "conformance"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 class Conformance:

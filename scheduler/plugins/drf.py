@@ -22,6 +22,8 @@ from scheduler.framework.session import PERMIT, EventHandler, Session
 __all__ = ["Drf"]
 
 NAME = "drf"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 log = logging.getLogger(__name__)
 
 

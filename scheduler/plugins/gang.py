@@ -27,6 +27,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session, V
 __all__ = ["Gang", "gang_fit_error", "schedulable_task_num", "validate"]
 
 NAME = "gang"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 SCHEDULABLE, UNSCHEDULABLE = "Schedulable", "Unschedulable"
 
 

@@ -40,6 +40,8 @@ from scheduler.predicates.groups import NodeGroups
 __all__ = ["NAME", "AffinityCheck", "NodeAffinity", "validate_node_affinity"]
 
 NAME = "nodeaffinity"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("addedAffinity",)
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

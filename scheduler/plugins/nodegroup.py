@@ -36,6 +36,8 @@ from scheduler.framework.status import Code, FilterResult
 __all__ = ["NodeGroup"]
 
 NAME = "nodegroup"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("strict", "enablePreferredOrder")
 log = logging.getLogger(__name__)
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -26,6 +26,11 @@ from scheduler.scoring.resource_fit import ScoringStrategy, parse_scoring_strate
 __all__ = ["NodeResources", "strategy_scorer"]
 
 NAME = "noderesources"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "scoringStrategy/type", "scoringStrategy/resources", "scoringStrategy/requestedToCapacityRatio",
+    "ignoredResources", "ignoredResourceGroups",
+)
 IntArray = npt.NDArray[np.int64]
 
 

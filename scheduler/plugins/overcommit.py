@@ -18,6 +18,8 @@ from scheduler.framework.session import PERMIT, REJECT, Session
 __all__ = ["Overcommit"]
 
 NAME = "overcommit"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("overcommit-factor",)
 
 
 class Overcommit:

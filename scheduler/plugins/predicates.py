@@ -51,6 +51,8 @@ ENABLE_KEYS = ("predicate.NodeAffinityEnable", "predicate.NodePortsEnable", "pre
                "predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable")
 ACCEPTED_KEYS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
                  "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable")
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (*ENABLE_KEYS, *ACCEPTED_KEYS)
 BoolArray = npt.NDArray[np.bool_]
 HostPort = tuple[str, str, int]  # host IP, protocol, port
 ANY_IP = "0.0.0.0"

@@ -16,6 +16,8 @@ from scheduler.framework.session import PERMIT, Session
 __all__ = ["Priority"]
 
 NAME = "priority"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 def _higher_first(left: int, right: int) -> int:

@@ -33,6 +33,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 __all__ = ["Proportion", "QueueAttr"]
 
 NAME = "proportion"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

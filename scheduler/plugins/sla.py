@@ -20,6 +20,8 @@ from scheduler.framework.session import ABSTAIN, PERMIT, Session
 __all__ = ["Sla"]
 
 NAME = "sla"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("sla-waiting-time",)
 log = logging.getLogger(__name__)
 
 

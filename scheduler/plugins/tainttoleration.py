@@ -32,6 +32,8 @@ from scheduler.predicates.taints import (
 __all__ = ["NAME", "TaintCheck", "TaintToleration"]
 
 NAME = "tainttoleration"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
