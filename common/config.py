@@ -15,7 +15,11 @@ __all__ = ["ConfigError", "load_document", "load_objects", "require", "integer"]
 
 
 class ConfigError(ValueError):
-    """A configuration, policy or snapshot that cannot be used; the message names file and field."""
+    """A configuration, policy or snapshot that cannot be used; the message names file and field.
+
+    ``str(exc)`` is ``"<source>: <field>: <message>"``; ``exc.message`` is the message alone, for callers that
+    report the field and the source their own way.
+    """
 
     def __init__(self, message: str, *, field: str = "", source: str = "") -> None:
         prefix = ""
@@ -24,6 +28,7 @@ class ConfigError(ValueError):
         if field:
             prefix += f"{field}: "
         super().__init__(prefix + message)
+        self.message = message
         self.field = field
         self.source = source
 

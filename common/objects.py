@@ -367,7 +367,7 @@ def _pod_metric(namespace: str, name: str, usage: Resources, priority: str, qos:
 
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
-    """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (specs/koordinator.md §2)."""
+    """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (docs/design/nodemetric.md §1)."""
 
     name: str
     update_time: float | None

@@ -1,6 +1,6 @@
 """Pod effective requests and limits, exactly as kube-scheduler computes them.
 
-See specs/kube-scoring.md §2: app containers (and sidecars) summed, init containers as phase
+See docs/design/kube-scoring.md §2: app containers (and sidecars) summed, init containers as phase
 footprints (own request plus the sidecars started before them), the per-resource max of the two,
 then pod overhead added.  Pod-level ``spec.resources`` replaces cpu/memory/hugepages when set.
 Non-zero defaults (100m / 200Mi) fill a *missing* cpu/memory key per container, for scoring only.

@@ -1,4 +1,4 @@
-"""The ``qos.loadwise.io/v1alpha1`` WaterlinePolicy as a typed, validated value.
+"""The ``qos.loadwise.io/v1alpha1`` WaterlinePolicy as a typed, validated value (docs/design/waterline.md §1).
 
 One object merges crane's NodeQOS (node selector and rules), the AvoidanceAction each rule names (inlined
 as ``action``) and the PodQOS objects that choose candidate pods.  It is parsed once from the Kubernetes
@@ -38,7 +38,7 @@ __all__ = [
     "WaterlinePolicy",
 ]
 
-# Every metric name specs/crane.md §2.1 lists; the webhook's narrower list is an upstream accident.
+# Every metric name docs/design/waterline.md §2.1 lists; the webhook's narrower list is an upstream accident.
 KNOWN_METRICS = frozenset(
     {
         "cpu_total_usage",
@@ -118,7 +118,7 @@ class Action:
 @dataclass(frozen=True, slots=True)
 class MetricRule:
     name: str
-    value: Fraction  # exact decimal (SPEC B13), in the metric's own unit
+    value: Fraction  # exact decimal (docs/design/differences.md §3 B13), in the metric's own unit
     selector: LabelSelector = LabelSelector()
 
 
@@ -198,25 +198,16 @@ class WaterlinePolicy:
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any], *, source: str = "") -> WaterlinePolicy:
-        """Validate every field (crane §0 table); the first problem raises with its path."""
+        """Validate every field (docs/design/waterline.md §1 table); the first problem raises with its path."""
         try:
             return _parse(obj)
         except ConfigError as exc:
             if source and not exc.source:
-                raise ConfigError(_bare(exc), field=exc.field, source=source) from None
+                raise ConfigError(exc.message, field=exc.field, source=source) from None
             raise
 
 
 # -- parsing ----------------------------------------------------------------------------------------------
-
-
-def _bare(exc: ConfigError) -> str:
-    text = str(exc)
-    if exc.source:
-        text = text.removeprefix(f"{exc.source}: ")
-    if exc.field:
-        text = text.removeprefix(f"{exc.field}: ")
-    return text
 
 
 def _parse(obj: Mapping[str, Any]) -> WaterlinePolicy:

@@ -1,4 +1,4 @@
-"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (specs/koordinator.md §1.6-1.7).
+"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (docs/design/loadaware.md §6-§7).
 
 Everything that depends only on the node (threshold profile, existing load, metric freshness) is precomputed into
 ``[n, k]`` matrices when the session opens; a pod then costs a handful of NumPy operations over every node.

@@ -1,4 +1,4 @@
-"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (specs/volcano.md §4.8).
+"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (docs/design/scheduler.md §4.8).
 
 Arguments (weights; 0 disables a scorer): ``leastrequested.weight`` 1, ``mostrequested.weight`` 0,
 ``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2, ``podaffinity.weight`` 2, ``tainttoleration.weight`` 3,
@@ -43,6 +43,11 @@ from .tainttoleration import TaintCheck
 __all__ = ["NAME", "NodeOrder", "ImageLocality", "normalized_image_name"]
 
 NAME = "nodeorder"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "leastrequested.weight", "mostrequested.weight", "balancedresource.weight", "nodeaffinity.weight",
+    "podaffinity.weight", "tainttoleration.weight", "imagelocality.weight", "podtopologyspread.weight",
+)
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[TaskInfo], IntArray]
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -113,7 +118,7 @@ class NodeOrder:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.weights: NodeOrderWeights = parse_nodeorder_arguments(dict(args))
+        self.weights: NodeOrderWeights = parse_nodeorder_arguments(args)
         self.weight = args.score_weight()
         # this session's scorers: (argument name, weight, scorer); ``explain`` shows each one's score and weight
         self.parts: list[tuple[str, int, Scorer]] = []

@@ -1,4 +1,4 @@
-"""specs/crane.md §0: every field of WaterlinePolicy is validated and a rejection names its path."""
+"""docs/design/waterline.md §1: every field of WaterlinePolicy is validated and a rejection names its path."""
 
 from __future__ import annotations
 
