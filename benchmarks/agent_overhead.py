@@ -11,9 +11,8 @@ simulated clock at a 1 s collection interval:
   figure is the agent's CPU per tick; at one tick per second that is its average CPU in millicores.
 * phase 2 continues to 30 simulated minutes of history, then reads the process's RSS.
 
-Anchors (specs/perf-anchors.md §C): koordlet's budget is 200m CPU / 256Mi for <= 200 pods;
-crane-agent measured ~237m idle at 200 pods after its cAdvisor fix.  The issue's targets for this
-agent: <= 20 millicores averaged over 5 minutes and RSS <= 80 MiB after 30 minutes.
+What comparable agents budget and use: docs/design/performance.md §2.  The targets for this agent:
+<= 20 millicores averaged over 5 minutes and RSS <= 80 MiB after 30 minutes.
 
 Usage: .venv/bin/python benchmarks/agent_overhead.py [pods] [layout: v2-systemd|v1-cgroupfs]
 """

@@ -206,7 +206,7 @@ class WaterlineRuntime:
             log.info("%s%s", "[dry-run] " if self.dry_run else "", a.to_json())
         return report
 
-    # -- scheduling (§6.2 SPEC) -------------------------------------------------------------------------
+    # -- scheduling (docs/design/waterline.md §6.2) ---------------------------------------------------------------
     def _scheduling(self, lane: _Lane, results: Sequence[RuleResult], state: NodeState, act: Any) -> tuple[bool, str]:
         acting = [r for r in results if not r.rule.preview]
         if any(r.triggered for r in acting):
