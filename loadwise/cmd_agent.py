@@ -84,7 +84,9 @@ def build_agent(
     clock = clock or SystemClock()
     layout = layout if layout is not None else cgroup_layout(config)
     reader = CgroupReader(layout, containers=config.collect_containers) if layout is not None else None
-    collector = Collector(node_source(config), reader, clock, rate_ttl=20 * config.collect_interval_seconds)
+    # Container counters are read once per waterline interval: their rates must outlive it.
+    ttl = max(20 * config.collect_interval_seconds, 3 * config.waterline.interval_seconds)
+    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl)
     registry = CollectorRegistry()
     runtime = None
     if config.waterline.enabled:

@@ -139,6 +139,18 @@ class WaterlineRuntime:
     def memory(self) -> EngineMemory:
         return self._dry.memory if self.dry_run else self._live.memory
 
+    def idle(self) -> bool:
+        """No policy at all and nothing left to undo or reconcile: a tick would decide nothing.
+
+        The agent then skips building the node snapshot (container reads included) for that tick.
+        """
+        lanes = [self._dry] if self.dry_run or self.actuators is None else [self._live, self._dry]
+        if lanes[0].disabled is None or self._rule_series:
+            return False  # the first tick reconciles the node; a removed rule's series must go
+        if any(lane.memory.throttled or lane.disabled for lane in lanes):
+            return False
+        return not self.policies.policies()
+
     # -- the tick ---------------------------------------------------------------------------------------
     def tick(self, state: NodeState) -> TickReport:
         policies = self.policies.applicable(state.labels)
