@@ -95,6 +95,10 @@ def build_agent(
             rejected = policies.replace_all(load_objects(config.waterline.policy_file))
             for r in rejected:
                 raise ConfigError(r.text, field=f"waterline.policyFile ({r.policy})", source=config.source)
+        if cluster is None:
+            log.warning("standalone: the waterline engine runs dry (decisions are logged and counted with "
+                        "dry_run=\"true\"; nothing is throttled, evicted or tainted)%s",
+                        "" if config.waterline.dry_run else "; waterline.dryRun: false does not apply without a cluster")
         runtime = WaterlineRuntime(
             cluster,
             node_name,

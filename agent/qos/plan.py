@@ -52,6 +52,7 @@ __all__ = [
     "EVICT_METRICS",
     "DEFAULT_GRACE_SECONDS",
     "gap_for",
+    "in_metric_unit",
     "execute",
 ]
 
@@ -180,9 +181,20 @@ def gap_for(metric: str, wl: Waterline, state: NodeState, *, up: bool = False) -
 
 
 def _release(metric: str, pod: PodState) -> Fraction:
+    """What evicting ``pod`` takes off the node, in the gap's unit (millicores or bytes)."""
     if metric in (CPU_TOTAL_USAGE, CPU_TOTAL_UTILIZATION):
         return Fraction(pod.cpu_usage_milli)
     return Fraction(pod.memory_usage_bytes)
+
+
+def in_metric_unit(metric: str, amount: Fraction, state: NodeState) -> Fraction:
+    """A released amount (millicores or bytes) in the rule metric's own unit: percent points of the
+    node's capacity for the utilisation metrics, unchanged otherwise (0 when the capacity is unknown)."""
+    if metric == CPU_TOTAL_UTILIZATION:
+        return amount * 100 / state.cpu_capacity_milli if state.cpu_capacity_milli else Fraction(0)
+    if metric == MEMORY_TOTAL_UTILIZATION:
+        return amount * 100 / state.memory_capacity_bytes if state.memory_capacity_bytes else Fraction(0)
+    return amount
 
 
 def _metric_order(metrics: Sequence[str]) -> list[str]:
@@ -228,8 +240,8 @@ class _Run:
         self.memory.evicted[pod.key] = pod.uid
         self.evicted_now.add(pod.key)
         released = _release(metric, pod) if metric is not None else Fraction(0)
-        self.out.actions.append(ActionRecord(pod.key, "evict", tuple(c.rules), {metric: released} if metric else {},
-                                             grace_period_seconds=grace))
+        shown = {metric: in_metric_unit(metric, released, self.state)} if metric else {}
+        self.out.actions.append(ActionRecord(pod.key, "evict", tuple(c.rules), shown, grace_period_seconds=grace))
         return released
 
     def evict(self, cands: dict[str, _Candidate], wls: dict[str, Waterline]) -> None:

@@ -162,10 +162,12 @@ def test_the_every_second_tick_reads_no_container_files_and_an_idle_waterline_re
     assert agent.waterline_once() is None
 
 
-def test_standalone_uses_pod_cgroups_as_pods_and_is_dry_run(tmp_path: Path) -> None:
+def test_standalone_uses_pod_cgroups_as_pods_and_is_dry_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     clock = FakeClock(1_700_000_000.0)
-    agent = _agent(tmp_path, None, clock)
+    with caplog.at_level("WARNING", logger="loadwise.agent"):
+        agent = _agent(tmp_path, None, clock, waterline={"dryRun": False})
     assert agent.reporter is None and agent.runtime is not None and agent.runtime.dry_run
+    assert "runs dry" in caplog.text and "dryRun: false does not apply" in caplog.text
     _two_ticks(agent, tmp_path, clock)
     obj = agent.nodemetric()
     names = {p["name"]: p for p in obj["status"]["podsMetric"]}
