@@ -11,7 +11,8 @@ While the daemon runs, this script scrapes ``/metrics`` every 15 s and ``/nodeme
 (as Prometheus and a curious operator would).  After a warm-up it reads the daemon's utime+stime
 from ``/proc/PID/stat`` at the start and end of the measured window and VmRSS/VmHWM from
 ``/proc/PID/status`` at the end.  CPU in millicores = CPU seconds / wall seconds * 1000.  The
-cgroups are removed afterwards, also on failure or Ctrl-C.
+cgroups are removed afterwards, also on failure or Ctrl-C.  Targets: <= 20 millicores and <= 80 MiB
+at 200 pods; what comparable agents budget and use: docs/design/performance.md §2.
 
 Usage: .venv/bin/python benchmarks/agent_overhead.py [--pods 200] [--seconds 180] [--json]
        [--fixture] [--config FILE]   (as root for real cgroups; time it under the shared lock)

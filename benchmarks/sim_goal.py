@@ -1,4 +1,4 @@
-"""Issue #8's figures: the default comparison's wall time against its 60 s budget, and the goal's measures.
+"""The simulator's headline figures: the default comparison's wall time against its 60 s budget, and the goal's measures.
 
     python benchmarks/sim_goal.py             # the defaults of `loadwise sim` (100 nodes, a whole day, 60 s steps)
     python benchmarks/sim_goal.py --tick 30   # the same day in 30 s steps

@@ -1,27 +1,6 @@
 """The measures a comparison reports, computed from a :class:`sim.record.RunRecord` alone.
 
-Definitions (they are printed in the report too, from :data:`DEFINITIONS`):
-
-* **hotspot node-minutes** — for every tick, the number of nodes whose CPU usage is above 65% of their
-  allocatable CPU (memory: above 95% of allocatable memory), times the tick length in minutes, summed over the
-  run.  "Either" counts a node once when both are hot.  Usage is the node's true usage (pods + system), not
-  what its NodeMetric last reported.
-* **p99 utilisation** — the 99th percentile of all node × tick CPU (memory) utilisation samples.
-* **spread** — the standard deviation of utilisation across nodes at each tick, averaged over the ticks
-  (percentage points): how unevenly the load is spread.
-* **mean cluster utilisation** — total usage / total allocatable, averaged over the ticks.
-* **pods** — submitted: workload pods that arrived; scheduled: of those, pods bound at least once; pending:
-  pods still waiting at the end; unschedulable: of those, pods the last session found no feasible node for
-  (it gave a fit failure message); wait: creation to binding, 0 for a pod the session of the tick it arrived in
-  bound (its mean, p95, p99 and longest; and the share of bindings that waited at all, since a few pods held
-  back for hours can pull the mean above the p95).
-* **evictions** — accepted evictions by the waterline engine and by the scheduler (preempt/reclaim); the rate
-  is evictions per submitted pod.  Evicted pods are re-created (and counted once more when bound).
-* **throttle-minutes** — pod-minutes spent under a CPU quota the waterline engine lowered below the pod's own
-  limit (or set on a pod without a limit).
-* **scheduling latency** — wall-clock time of one session of the real scheduler, and that time divided by the
-  pods it placed; also the session's CPU time, which is what to compare when runs share cores (the default
-  runs all policies at once, so on 2 cores wall-clock includes waiting for the CPU).
+The definitions are in docs/design/simulator.md §1; the report prints the short ones of :data:`DEFINITIONS`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Node CPU and memory from procfs, koordlet's way (specs/koordinator.md §3.1).
+"""Node CPU and memory from procfs, koordlet's way (docs/design/nodemetric.md §2).
 
 CPU: the aggregate ``cpu`` line of ``/proc/stat``; busy = user + nice + system + irq + softirq
 (idle, iowait, steal and guest excluded); cores = Δbusy ticks / CLK_TCK / Δseconds.  The first

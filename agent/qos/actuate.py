@@ -1,7 +1,7 @@
 """Thin adapters that carry out the planner's decisions: cgroup CPU quota writes, evictions, the node taint.
 
 Each returns an :class:`ActResult` instead of raising, so one failed write or a PDB refusal is recorded and
-the tick goes on (crane aborts the whole tick on the first error; SPEC §6 does not).
+the tick goes on (crane aborts the whole tick on the first error; docs/design/waterline.md §6).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The waterline planner: merge fired rules, compute gaps, pick pods, and act only until the gap closes.
 
-This is crane's executor (specs/crane.md §4–§6, SPEC column) as a pure function of the rule results, the
+This is crane's executor (docs/design/waterline.md §4–§6) as a pure function of the rule results, the
 node snapshot, the engine's memory and an injected :class:`Actuators`.  Actuation is injected rather than
 returned because a gap closes only by what was *accepted*: an eviction refused by a PodDisruptionBudget
 releases nothing, so the next pod in the order must be tried.  In dry-run and in ``qos-plan`` the
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 DEFAULT_GRACE_SECONDS = 30
-# crane §2.2: the four metrics an action can quantify, all ActionPriority 5; ties go by name (§5.4).
+# docs/design/waterline.md §2.2: the four metrics an action can quantify, all ActionPriority 5; ties go by name.
 EVICT_METRICS: dict[str, int] = {
     CPU_TOTAL_USAGE: 5,
     CPU_TOTAL_UTILIZATION: 5,
@@ -68,7 +68,7 @@ EVICT_METRICS: dict[str, int] = {
 
 @dataclass(slots=True)
 class Waterline:
-    """The smallest waterline among the fired rules on one metric (crane §2.3), with its rule's excess."""
+    """The smallest waterline among the fired rules on one metric (docs/design/waterline.md §2.3), with its rule's excess."""
 
     value: Fraction
     excess: Fraction
@@ -116,7 +116,7 @@ def _skip_reason(pod: PodState) -> str:
 
 
 def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory, out: PlanResult) -> _Merged:
-    """crane §4: candidates per list without duplicates; throttle ratios max, grace period min."""
+    """docs/design/waterline.md §4: candidates per list without duplicates; throttle ratios max, grace period min."""
     m = _Merged()
     skipped: set[tuple[str, str]] = set()
     for r in results:
@@ -202,7 +202,7 @@ def _metric_order(metrics: Sequence[str]) -> list[str]:
 
 
 class _Run:
-    """One tick's execution; the steps of crane §6 in order, sharing the tick's bookkeeping."""
+    """One tick's execution; the steps of docs/design/waterline.md §6 in order, sharing the tick's bookkeeping."""
 
     def __init__(self, state: NodeState, memory: EngineMemory, act: Actuators, limit: EvictionRateLimit) -> None:
         self.state = state
@@ -218,7 +218,7 @@ class _Run:
         if self.out.order is None:
             self.out.order = [p.key for p in ranked]
 
-    # -- eviction (§6.3) ---------------------------------------------------------------------------------
+    # -- eviction (docs/design/waterline.md §6.3) ----------------------------------------------------------------------
     def _evict_one(self, c: _Candidate, metric: str | None) -> Fraction | None:
         """Evict one pod; returns the credited release, or ``None`` if it was not accepted."""
         pod = c.pod
@@ -293,7 +293,7 @@ class _Run:
             if released is not None:
                 gap -= released
 
-    # -- throttle (§6.4, §6.5) ---------------------------------------------------------------------------
+    # -- throttle (docs/design/waterline.md §6.4, §6.5) ----------------------------------------------------------------
     def _write(self, c: _Candidate, container: ContainerState, step: Step, direction: str) -> bool:
         pod = c.pod
         res = self.act.set_cpu_quota(pod, container, step.quota_us, step.period_us)
@@ -399,7 +399,7 @@ class _Run:
 
     def keep_restoring(self, results: Sequence[RuleResult]) -> None:
         """Walk remembered throttles back to their original quota on calm ticks (a product decision that
-        crane §6.5 allows: upstream raises a pod only one step per episode and then leaves it throttled)."""
+        docs/design/waterline.md §6.5 allows: upstream raises a pod only one step per episode and then leaves it throttled)."""
         if not self.memory.throttled:
             return
         throttle_rules = [r for r in results if not r.rule.preview and r.rule.action.throttle is not None]
@@ -444,7 +444,7 @@ def execute(
     actuators: Actuators,
     limit: EvictionRateLimit,
 ) -> PlanResult:
-    """Run crane §6 in order: evict, throttle down, throttle up (restore tick), then the calm-tick restore.
+    """Run docs/design/waterline.md §6 in order: evict, throttle down, throttle up (restore tick), then the calm-tick restore.
 
     Scheduling (the taint and the condition) is decided by the runtime, which owns the cool-down clock.
     """

@@ -262,7 +262,7 @@ class WaterlineRuntime:
         lane.decided = {key for key, _ in keyed}
         return fresh
 
-    # -- scheduling (§6.2 SPEC) -------------------------------------------------------------------------
+    # -- scheduling (docs/design/waterline.md §6.2) ---------------------------------------------------------------
     def _scheduling(self, lane: _Lane, results: Sequence[RuleResult], state: NodeState, act: Any) -> tuple[bool, str]:
         acting = [r for r in results if not r.rule.preview]
         if any(r.triggered for r in acting):

@@ -1,7 +1,7 @@
-"""CFS quota stepping for one container (specs/crane.md §6.4 and §6.5, SPEC column).
+"""CFS quota stepping for one container (docs/design/waterline.md §6.4 and §6.5)..
 
 Down: step from the current quota (or from usage when unlimited) by ``stepCPURatio`` percent, never below
-the CPU request, never below ``limit × minCPURatio / 100`` (B2: upstream forgot the ÷100) and never below
+the CPU request, never below ``limit × minCPURatio / 100`` (docs/design/differences.md §3 B2) and never below
 the kernel's 1 ms minimum.  Up: step the quota back by the same percentage, capped at the CPU limit; a
 container without a limit goes back to unlimited once the step passes 60 cores (B4), or once it reaches
 the quota it had before we throttled it.  All arithmetic is exact (``Fraction`` millicores).

@@ -264,14 +264,14 @@ def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.
 def test_report_plots_run_on_the_simulated_time_of_day() -> None:
     import matplotlib.pyplot as plt
 
-    from sim.html import _clock_axis, _hours
+    from sim.html import clock_axis, plot_hours
 
     w = generate(SyntheticConfig(nodes=2, hours=1.0, seed=1))
     rec = run(w, load_policies(["requests"])[0], SimOptions(hours=1.0, start_hour=23.5, seed=1))
-    hours = _hours(rec)
+    hours = plot_hours(rec)
     assert hours[0] == 23.5 and hours[-1] == 23.5 + (rec.ticks - 1) * rec.tick_seconds / 3600
     fig, ax = plt.subplots()
-    _clock_axis(ax)
+    clock_axis(ax)
     fmt = ax.xaxis.get_major_formatter()
     assert [fmt(x, 0) for x in (23.5, 24.0, 24.25)] == ["23:30", "00:00", "00:15"]  # wraps at midnight
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""specs/crane.md §4–§6 planner decisions: gaps, eviction until closed, refusals, rate limit, throttle passes."""
+"""docs/design/waterline.md §4–§6 planner decisions: gaps, eviction until closed, refusals, rate limit, throttle passes."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_smallest_waterline_among_fired_rules() -> None:
 
 
 def test_evict_two_metrics_own_credit_only() -> None:
-    # B9 + §6.3: cpu first (name order), then memory; a pod evicted for cpu gives memory no credit
+    # B9 + docs/design/waterline.md §6.3: cpu first (name order), then memory; a pod evicted for cpu gives memory no credit
     pol = policy(rule("cpu", value="6000"), rule("mem", metric="memory_total_usage", value="1000"))
     s = node(pod("cpu-hog", cpu=3000, memory=900), pod("mem-hog", cpu=10, memory=500), pod("small", cpu=5, memory=10),
              cpu=7000, memory=1800)
@@ -276,7 +276,7 @@ def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
 
 
 def _forced(pol: WaterlinePolicy, state: NodeState) -> list[RuleResult]:
-    """Rule results that fired on an earlier snapshot, executed against one that lacks the metric (§6.7)."""
+    """Rule results that fired on an earlier snapshot, executed against one that lacks the metric (docs/design/waterline.md §6.7)."""
     return [RuleResult(pol.rule_key(r), pol, r, Status.TRIGGERED, True) for r in pol.rules]
 
 
