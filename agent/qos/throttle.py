@@ -1,4 +1,4 @@
-"""CFS quota stepping for one container (docs/design/waterline.md §6.4 and §6.5)..
+"""CFS quota stepping for one container (docs/design/waterline.md §6.4 and §6.5).
 
 Down: step from the current quota (or from usage when unlimited) by ``stepCPURatio`` percent, never below
 the CPU request, never below ``limit × minCPURatio / 100`` (docs/design/differences.md §3 B2) and never below
