@@ -10,6 +10,11 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 ``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+
+Starvation relief (``relaxAfterSeconds``, default 0 = off): a pod that has been pending at least that long (since
+its creation) is no longer filtered on usage, only scored, so it goes wherever the other plugins (resource fit
+first) accept it, still preferring the coolest of those nodes.  Load-awareness then delays a pod by at most the
+bound; without it a pod that fits only on warm nodes can wait out a whole peak (docs/configure.md).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ ARGUMENTS: tuple[str, ...] = (
     "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
     "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
     "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "relaxAfterSeconds",
 )
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
@@ -176,7 +182,12 @@ class LoadAware:
                            percent, memo, by_node)
         self.state = state
 
+        relax_after = self.args.relax_after_seconds
+
         def predicate(task: TaskInfo) -> FilterResult:
+            created = task.pod.creation_time
+            if relax_after and created is not None and ssn.now - created >= relax_after:
+                return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
             res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
                                is_daemonset=task.pod.is_daemonset)
             return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])

@@ -97,7 +97,7 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 def test_policies() -> None:
     assert set(BUILTIN) == {"kube-default", "loadaware", "loadaware-waterline", "loadaware-waterline-capped",
-                            "requests", "binpack"}
+                            "loadaware-waterline-strict", "requests", "binpack"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
         assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
@@ -111,8 +111,10 @@ def test_policies() -> None:
         return [(p.name, p.weight, repr(dict(p.arguments))) for tier in conf.tiers for p in tier.plugins]
 
     kube = plugins("kube-default")
-    for name in ("loadaware", "loadaware-waterline", "loadaware-waterline-capped"):
+    for name in ("loadaware", "loadaware-waterline", "loadaware-waterline-capped", "loadaware-waterline-strict"):
         assert [p for p in plugins(name) if p[0] != "loadaware"] == kube
+        relief = next(iter(load_policies([name]))).conf.plugin("loadaware").arguments.get("relaxAfterSeconds")
+        assert relief == (None if name.endswith("strict") else 900)
     assert [(n, w) for n, w, _ in plugins("binpack")] == [(n, w) for n, w, _ in kube]
     assert [a for _, _, a in plugins("binpack") if "MostAllocated" in a]
     # kube-scheduler's default profile weights (apis/config/v1 default plugins, MultiPoint).
