@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from common.clock import FakeClock
 from scheduler.framework.api import TaskStatus
@@ -41,22 +42,26 @@ def test_rowcache_recomputes_only_changed_rows() -> None:
     assert calls[-1] is None
 
 
-def test_memoised_scores_match_fresh_sessions() -> None:
+@pytest.mark.parametrize("shapes", [[("300m", "256Mi")], [("300m", "256Mi"), ("1", "1Gi"), ("150m", "2Gi")]])
+def test_memoised_scores_match_fresh_sessions(shapes: list[tuple[str, str]]) -> None:
+    """Several signatures taking turns: each one's memo must follow the placements made while others were used."""
     rng = np.random.default_rng(7)
     nodes = [node(f"n{i}", cpu=str(int(rng.integers(2, 9)))) for i in range(12)]
-    pods = [pod(f"p{j}", cpu="300m", memory="256Mi") for j in range(30)]
+    shape = {f"p{j}": shapes[j % len(shapes)] for j in range(30)}
+    pods = [pod(name, cpu=c, memory=m) for name, (c, m) in shape.items()]
     ssn = Session(Snapshot.from_objects(nodes + pods), conf(CONF), clock=FakeClock(T0), sink=RecordingSink())
-    pending = [t for t in ssn.tasks.values() if t.status is TaskStatus.PENDING]
+    pending = sorted((t for t in ssn.tasks.values() if t.status is TaskStatus.PENDING), key=lambda t: int(t.name[1:]))
     placed = []
     for k, task in enumerate(pending):
         mask = evaluate_nodes(ssn, task).feasible
         got = score_nodes(ssn, task, mask)
         # a fresh session over the same state, with nothing memoised
-        fresh_objs = nodes + [pod(t.name, cpu="300m", memory="256Mi", node_name=t.node_name) for t in placed]
-        fresh_objs.append(pod(task.name, cpu="300m", memory="256Mi"))
+        fresh_objs = nodes + [pod(t.name, *shape[t.name], node_name=t.node_name) for t in placed]
+        fresh_objs.append(pod(task.name, *shape[task.name]))
         fresh = Session(Snapshot.from_objects(fresh_objs), conf(CONF), clock=FakeClock(T0), sink=RecordingSink())
         ftask = next(t for t in fresh.tasks.values() if t.name == task.name)
         want = score_nodes(fresh, ftask, evaluate_nodes(fresh, ftask).feasible)
+        assert mask.tolist() == evaluate_nodes(fresh, ftask).feasible.tolist(), k
         assert got[mask].tolist() == want[mask].tolist(), k
         i = int(rng.integers(len(ssn.nodes)))
         ssn.place(task, ssn.nodes[i], TaskStatus.ALLOCATED)
