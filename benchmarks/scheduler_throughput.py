@@ -9,8 +9,9 @@ well as every session and its write-back.  Shapes:
 * ``shapes20``: the same counts, pods of 20 cpu/memory shapes in random order;
 * ``mixed``: ``shapes20`` plus labels, 15% nodeSelector, 10% required node affinity, 10% zone spread
   (DoNotSchedule) and 5% preferred pod anti-affinity;
-* ``steady``: 5000 nodes with 11,000 pods bound: the CPU of a session with nothing pending (median of several),
-  then batches of 100 arriving pods, one session each;
+* ``steady``: 5000 nodes with 11,000 pods bound, one session per (simulated) second: the CPU of a session with
+  nothing pending and nothing changed (median of several), of one with nothing pending after a second's worth of
+  NodeMetric reports (every node reports once a minute), then batches of 100 arriving pods, one session each;
 * ``basic10k``: SchedulingBasic on 10,000 nodes;
 * ``gangs``: 1000 nodes, 1000 gangs of 8.
 
@@ -77,12 +78,12 @@ def node(i: int) -> dict[str, Any]:
                                    "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
-def nodemetric(i: int, rng: np.random.Generator) -> dict[str, Any]:
+def nodemetric(i: int, rng: np.random.Generator, updated: float = T0) -> dict[str, Any]:
     cpu = int(rng.integers(100, 1500))
     mem = int(rng.integers(1, 8)) * 1024 ** 3
     return {"apiVersion": "slo.loadwise.io/v1alpha1", "kind": "NodeMetric", "metadata": {"name": f"node-{i:05d}"},
             "spec": {"metricCollectPolicy": {"aggregateDurationSeconds": 300, "reportIntervalSeconds": 60}},
-            "status": {"updateTime": to_rfc3339(T0),
+            "status": {"updateTime": to_rfc3339(updated),
                        "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu}m", "memory": str(mem)}}}}}
 
 
@@ -226,14 +227,26 @@ def steady(nodes: int, bound_pods: int, size: Size, percentage: int) -> dict[str
     sched.run_once()   # the first session derives everything; the idle ones after it have nothing new
     idle_cpu, idle_wall = [], []
     for _ in range(size.idle_sessions):
+        clock.advance(1)   # one session per second, as the daemon runs them
         t0, c0 = time.perf_counter(), time.process_time()
         sched.run_once()
         idle_wall.append(time.perf_counter() - t0)
         idle_cpu.append(time.process_time() - c0)
+    # nothing pending, but the NodeMetrics of a minute's reports (every node once a minute) arrive each second
+    churn_cpu = []
+    per_second = nodes // 60
+    for s in range(size.idle_sessions):
+        clock.advance(1)
+        c0 = time.process_time()
+        for i in range(s * per_second, (s + 1) * per_second):
+            cluster.replace("NodeMetric", nodemetric(i % nodes, rng, clock.now()))
+        sched.run_once()
+        churn_cpu.append(time.process_time() - c0)
     batches = [shaped_pods(f"batch{b}", 100, rng) for b in range(size.batches)]
     bound = sessions = 0
     t0, c0 = time.perf_counter(), time.process_time()
     for batch in batches:
+        clock.advance(1)
         cluster.load(batch)
         sched.run_once()
         sessions += 1
@@ -242,6 +255,7 @@ def steady(nodes: int, bound_pods: int, size: Size, percentage: int) -> dict[str
     out = _figures(bound, 100 * size.batches, sessions, wall, cpu, t0, sched.bind_times)
     out["idle_session_cpu_ms"] = statistics.median(idle_cpu) * 1000
     out["idle_session_wall_ms"] = statistics.median(idle_wall) * 1000
+    out["metrics_only_session_cpu_ms"] = statistics.median(churn_cpu) * 1000
     return out
 
 
@@ -299,7 +313,9 @@ def _print(shape: str, r: dict[str, Any]) -> None:
           f" x kube's 680 floor)")
     print(f"  per pod p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms; peak RSS {r['peak_rss_mib']:.0f} MiB")
     if "idle_session_cpu_ms" in r:
-        print(f"  idle session: CPU {r['idle_session_cpu_ms']:.1f} ms, wall {r['idle_session_wall_ms']:.1f} ms")
+        print(f"  idle session: CPU {r['idle_session_cpu_ms']:.1f} ms, wall {r['idle_session_wall_ms']:.1f} ms; "
+              f"with a second's NodeMetric reports ({5000 // 60} of them, ingestion included): CPU "
+              f"{r['metrics_only_session_cpu_ms']:.1f} ms")
 
 
 def main() -> None:
