@@ -40,7 +40,7 @@ from typing import Any
 from agent.nodemetric import MetricCollectPolicy
 from common.config import ConfigError, load_document
 
-__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT"]
+__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT", "CONFIG_KEYS"]
 
 DEFAULT_PORT = 9326
 
@@ -121,7 +121,7 @@ class AgentConfig:
             waterline=waterline,
             source=source,
         )
-        r.no_unknown(_TOP_KEYS)
+        r.no_unknown(CONFIG_KEYS)
         if cfg.report_retry_max_seconds < cfg.report_retry_initial_seconds:
             raise ConfigError(
                 "must be at least reportRetryInitialSeconds", field="reportRetryMaxSeconds", source=source
@@ -129,7 +129,7 @@ class AgentConfig:
         return cfg
 
 
-_TOP_KEYS = {
+CONFIG_KEYS = {
     "nodeName",
     "collectIntervalSeconds",
     "procRoot",

@@ -43,15 +43,6 @@ def _invalid(args: argparse.Namespace, field: str, message: str) -> int:
     return 2
 
 
-def _bare(exc: ConfigError) -> str:
-    text = str(exc)
-    if exc.source:
-        text = text.removeprefix(f"{exc.source}: ")
-    if exc.field:
-        text = text.removeprefix(f"{exc.field}: ")
-    return text
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         objects = load_objects(args.policy)
@@ -65,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             WaterlinePolicy.parse(obj)
         except ConfigError as exc:
             prefix = f"items[{i}]." if len(policies) > 1 else ""
-            return _invalid(args, f"{prefix}{exc.field}", _bare(exc))
+            return _invalid(args, f"{prefix}{exc.field}", exc.message)
     try:
         raw_state = load_document(args.state)
         ticks = load_ticks(raw_state, source=str(args.state))
@@ -76,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     store = PolicyStore()
     store.replace_all(policies)
     clock = FakeClock(ticks[0].time)
-    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store,
+    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store, replay=True,
                               eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
     reports: list[TickReport] = []
     for state in ticks:

@@ -1,5 +1,5 @@
 """``loadwise scheduler [--kubeconfig F] [--config F]``: the scheduler daemon with Lease leader election,
-conf hot reload, and /metrics, /healthz, /readyz on one HTTP port."""
+conf hot reload, and /metrics, /healthz, /readyz on one HTTP port (:mod:`scheduler.server`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ import signal
 import socket
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common.clock import SystemClock
 from common.cluster import Cluster
@@ -24,6 +20,7 @@ from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
 from scheduler.leader import LeaderElector, LeaseConfig
+from scheduler.server import BackgroundServer, make_app
 
 log = logging.getLogger("loadwise.scheduler")
 DEFAULT_PORT = 10259
@@ -54,32 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-period", type=positive_float, default=2.0)
 
 
-def _server(sched: Scheduler, listen: str, port: int, ready: threading.Event) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-            if self.path.startswith("/metrics"):
-                body, ctype, code = generate_latest(sched.metrics.registry), CONTENT_TYPE_LATEST, 200
-            elif self.path.startswith("/healthz"):
-                body, ctype, code = b"ok", "text/plain", 200
-            elif self.path.startswith("/readyz"):
-                ok = ready.is_set() and sched.cache.has_synced()
-                body, ctype, code = (b"ok" if ok else b"not synced"), "text/plain", 200 if ok else 503
-            else:
-                body, ctype, code = b"not found", "text/plain", 404
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer((listen, port), Handler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    return server
-
-
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -107,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     ready = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    server = BackgroundServer(make_app(sched, ready), args.listen, args.port)
     try:
-        server = _server(sched, args.listen, args.port, ready)
+        server.start()
     except OSError as exc:
         print(f"loadwise scheduler: cannot listen on {args.listen}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -129,5 +101,5 @@ def run(args: argparse.Namespace) -> int:
         for t in threads:
             t.join(timeout=5)
         sched.stop()
-        server.shutdown()
+        server.stop()
     return 0

@@ -1,6 +1,6 @@
 """The scheduler's cache: parsed views of every object it needs, fed by watches, plus *assumed* pods — bound by us
 but not yet seen bound — so that no node is over-committed whatever order the watch events arrive in
-(issue 5 §2).  ``snapshot()`` is a consistent copy for one session."""
+.  ``snapshot()`` is a consistent copy for one session."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The scheduler: cache → session → actions → binder → write-back, once per period (specs/volcano.md §2.1).
+"""The scheduler: cache → session → actions → binder → write-back, once per period (docs/design/scheduler.md §2.1).
 
 ``Scheduler.run_once()`` is what the daemon loops over, what the simulator calls on its simulated clock, and what
 the wire tests drive against the kube emulator.

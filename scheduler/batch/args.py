@@ -1,4 +1,4 @@
-"""Typed arguments of the batch plugins, read leniently from the conf's raw map (specs/volcano.md §1.1).
+"""Typed arguments of the batch plugins, read leniently from the conf's raw map (docs/design/scheduler.md §1.1).
 
 As in Volcano a value of the wrong type keeps the default; a malformed SLA duration is an error
 naming the key, since silently dropping an SLA would change admission.

@@ -1,4 +1,4 @@
-"""What the jobs of each queue use, request and hold in reserve at session open (specs/volcano.md §4.5, §4.6).
+"""What the jobs of each queue use, request and hold in reserve at session open (docs/design/scheduler.md §4.5, §4.6).
 
 Shared by proportion and capacity: ``allocated`` and ``request`` (allocated + pending, ``pods`` included),
 ``inqueue`` (minResources admitted but not yet covered by allocation), ``elastic`` (allocation beyond

@@ -1,5 +1,5 @@
 """Node accounting as int64 matrices ``[nodes, resources]`` so that a task can be checked against every node at
-once (specs/volcano.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
+once (docs/design/scheduler.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
 
 from __future__ import annotations
 

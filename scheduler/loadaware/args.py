@@ -1,4 +1,4 @@
-"""LoadAwareScheduling arguments: JSON names, defaulting order and validation of specs/koordinator.md §1.1."""
+"""LoadAwareScheduling arguments: JSON names, defaulting order and validation of docs/design/loadaware.md §1."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class AggregatedArgs:
 
     @property
     def filter_enabled(self) -> bool:
-        """The plugin-level aggregated profile exists only with thresholds and a type (§1.6 step 2)."""
+        """The plugin-level aggregated profile exists only with thresholds and a type (docs/design/loadaware.md §6.2)."""
         return bool(self.usage_thresholds) and bool(self.usage_aggregation_type)
 
 
@@ -65,7 +65,7 @@ class LoadAwareArgs:
 
     @property
     def resource_names(self) -> tuple[str, ...]:
-        """The sorted resource vector (§1.2): cpu, memory and every name any argument mentions (the arguments are
+        """The sorted resource vector (docs/design/loadaware.md §2): cpu, memory and every name any argument mentions (the arguments are
         immutable, so it is worked out once)."""
         return self._resource_names
 

@@ -1,4 +1,4 @@
-"""Assigned-pod cache and the per-node "existing load" sums (specs/koordinator.md §1.5, §1.8).
+"""Assigned-pod cache and the per-node "existing load" sums (docs/design/loadaware.md §5, §8).
 
 Pods bound or reserved to a node are estimated until the node agent's NodeMetric reflects them, so a burst of
 pods in one session does not pile onto the node whose (stale) metric looks idlest.
@@ -199,7 +199,7 @@ class AssignedPodCache:
 
 @dataclass(frozen=True, slots=True)
 class NodeLoad:
-    """The sums of §1.5 for one node, as vectors in the args' resource order."""
+    """The sums of docs/design/loadaware.md §5 for one node, as vectors in the args' resource order."""
 
     node_usage: IntArray | None
     aggregated: Mapping[tuple[str, float], IntArray]
@@ -297,7 +297,7 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
 
 
 def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    """prod usage, node delta, prod delta and node estimate of §1.5 over the node's assigned pods."""
+    """prod usage, node delta, prod delta and node estimate of docs/design/loadaware.md §5 over the node's assigned pods."""
     prod_usage = list(m.base_prod_usage)
     node_delta = [0] * k
     prod_delta = [0] * k
@@ -436,7 +436,7 @@ def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, fl
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:
-    """Existing load for Filter/Score (§1.5 end); None when ``status.nodeMetric`` is absent for a non-prod query."""
+    """Existing load for Filter/Score (docs/design/loadaware.md §5); None when ``status.nodeMetric`` is absent for a non-prod query."""
     if prod:
         return load.prod_usage + load.prod_delta
     if agg_type:

@@ -1,4 +1,4 @@
-"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (specs/koordinator.md §1.6-1.7).
+"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (docs/design/loadaware.md §6-§7).
 
 Everything that depends only on the node (threshold profile, existing load, metric freshness) is precomputed into
 ``[n, k]`` matrices when the session opens; a pod then costs a handful of NumPy operations over every node.
@@ -17,7 +17,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load
+from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load, node_load
 from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
@@ -317,6 +317,28 @@ class LoadAwareState:
             kind, prof.source, {r: int(v) for r, v in thr.items() if r in self.names},
             {r: int(c) for r, c in zip(self.names, self.waterline_cap[i].tolist(), strict=True) if c},
             {r: int(p) for r, p in zip(self.names, pct.tolist(), strict=True)})
+
+    def estimated_pods(self, i: int, *, prod: bool) -> list[tuple[str, tuple[int, ...]]]:
+        """Read-only, for ``explain``: the pods on node ``i`` whose estimate counts in its filter load, each with
+        the amount counted (its estimate above its reported usage), in resource order; the node's load is its
+        measured usage plus these."""
+        name = self.node_names[i]
+        metric = self.metrics.get(name)
+        if metric is None:
+            return []
+        m = metric_load(metric, self.args)
+        out: list[tuple[str, tuple[int, ...]]] = []
+        for pod in self.cache.pods_on(name):
+            load = node_load(metric, (pod,), self.args, m)
+            delta = load.prod_delta if prod else load.node_delta
+            if delta.any():
+                out.append((pod.key, tuple(int(v) for v in delta.tolist())))
+        return out
+
+    def filter_load(self, i: int, *, prod: bool) -> tuple[int, ...]:
+        """Read-only, for ``explain``: node ``i``'s existing load the filter compares (measured + estimated)."""
+        row = self.load_prod[i] if prod else self.load_filter[i]
+        return tuple(int(v) for v in row.tolist())
 
     # ---- score ----------------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (specs/volcano.md §4.4).
+"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (docs/design/scheduler.md §4.4).
 
 Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
 preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With
@@ -22,6 +22,8 @@ from scheduler.framework.session import PERMIT, EventHandler, Session
 __all__ = ["Drf"]
 
 NAME = "drf"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 log = logging.getLogger(__name__)
 
 

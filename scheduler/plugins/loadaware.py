@@ -1,4 +1,4 @@
-"""loadaware: Koordinator's LoadAwareScheduling on our session (specs/koordinator.md §1): filter nodes whose real
+"""loadaware: Koordinator's LoadAwareScheduling on our session (docs/design/loadaware.md): filter nodes whose real
 usage plus the estimated usage of pods placed but not yet in metrics would exceed the thresholds, and score nodes
 by their remaining real capacity.  Allocations made in this session are reserved in the plugin's assigned-pod
 cache at once, so several pods placed in one session see each other.
@@ -43,6 +43,15 @@ from scheduler.loadaware.snapshot import open_state
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
 
 NAME = "loadaware"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "filterExpiredNodeMetrics", "nodeMetricExpirationSeconds", "enableScheduleWhenNodeMetricsExpired",
+    "resourceWeights", "dominantResourceWeight", "usageThresholds", "prodUsageThresholds", "prodUsageIncludeSys",
+    "scoreAccordingProdUsage", "estimator", "estimatedScalingFactors", "estimatedSecondsAfterPodScheduled",
+    "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
+    "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
+    "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+)
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
 # Snapshot.extra key: the WaterlinePolicy objects in force (views or raw dicts)
@@ -126,7 +135,7 @@ class LoadAware:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.args = parse_loadaware_args(dict(args), source=f"plugin {NAME} arguments")
+        self.args = parse_loadaware_args(args, source=f"plugin {NAME} arguments")
         self.weight = args.score_weight()
         self.state: LoadAwareState | None = None
         self._estimates: dict[str, IntArray] = {}

@@ -46,6 +46,8 @@ __all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "PodInde
            "PodTopologySpread", "parse_default_constraints", "workload_selector", "port_number"]
 
 NAME = "podtopologyspread"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("defaultConstraints", "defaultingType")
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (

@@ -1,4 +1,4 @@
-"""Volcano's binpack score (specs/volcano.md §4.9), vectorised: fuller nodes score higher; any resource that would
+"""Volcano's binpack score (docs/design/scheduler.md §4.9), vectorised: fuller nodes score higher; any resource that would
 overflow zeroes the node's score."""
 
 from __future__ import annotations

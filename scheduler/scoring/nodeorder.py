@@ -1,4 +1,4 @@
-"""Volcano ``nodeorder`` arguments (specs/volcano.md §4.8): per-scorer weights, 0 disables a scorer."""
+"""Volcano ``nodeorder`` arguments (docs/design/scheduler.md §4.8): per-scorer weights, 0 disables a scorer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Volcano's ``usage`` plugin (specs/volcano.md §4.12), vectorised: a threshold predicate on measured cpu/memory
+"""Volcano's ``usage`` plugin (docs/design/scheduler.md §4.12), vectorised: a threshold predicate on measured cpu/memory
 percent and a score on the composite (measured + shadow-estimated) load.
 
 The node's "weighted composite load" that switches on ``risk_factor`` is taken as the cpu/memory-weighted mean of

@@ -7,7 +7,7 @@
 * proportion's queue allocations converge to the weighted fair share over repeated sessions.
 
 The priority invariant is checked with the conf Volcano's Helm chart ships (gang and drf not voting on
-preemptable): when gang votes too, the §2.6 tier rule lets a voter after an empty intersection start afresh, so a
+preemptable): when gang votes too, the docs/design/scheduler.md §2.6 tier rule lets a voter after an empty intersection start afresh, so a
 priority-violating victim list can come out of the tier (a faithfully reproduced upstream quirk).
 """
 

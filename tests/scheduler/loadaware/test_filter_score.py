@@ -1,4 +1,4 @@
-"""Load-aware Filter/Score (specs/koordinator.md §1.5-1.8): worked numbers, strict comparisons, rounding,
+"""Load-aware Filter/Score (docs/design/loadaware.md §5-§8): worked numbers, strict comparisons, rounding,
 expiry, annotations, prod and aggregated profiles, DaemonSet skip and burst safety."""
 
 from __future__ import annotations
