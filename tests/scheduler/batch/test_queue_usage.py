@@ -1,4 +1,4 @@
-"""queue_usage sums per queue what the definition sums task by task (specs: Volcano's proportion/capacity)."""
+"""queue_usage sums per queue what the definition (Volcano's proportion and capacity) sums task by task."""
 
 from __future__ import annotations
 
