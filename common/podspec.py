@@ -35,6 +35,9 @@ def _container_resources(c: Mapping[str, Any], key: str, where: str, non_zero: b
         merged.update(raw)
         raw = merged
     r = Resources.parse(raw, field=f"{where}.resources.{key}")
+    for name, value in r.items():
+        if value < 0:  # the API server's "must be greater than or equal to 0"
+            raise ValueError(f"{where}.resources.{key}.{name}: must not be negative, got {raw.get(name)!r}")
     if non_zero:
         extra: dict[str, int] = {}
         if CPU not in raw:

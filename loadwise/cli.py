@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -43,13 +44,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
-        parser.print_help()
-        return 0
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: a command is required ({', '.join(SUBCOMMANDS)}); --help describes them",
+              file=sys.stderr)
+        return 2
     mod = importlib.import_module(args._module)
     try:
         return int(mod.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, and keep Python from complaining again at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     store = PolicyStore()
     store.replace_all(policies)
     clock = FakeClock(ticks[0].time)
-    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store,
+    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store, replay=True,
                               eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
     reports: list[TickReport] = []
     for state in ticks:

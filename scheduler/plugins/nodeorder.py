@@ -120,32 +120,29 @@ class NodeOrder:
     def __init__(self, args: Arguments) -> None:
         self.weights: NodeOrderWeights = parse_nodeorder_arguments(args)
         self.weight = args.score_weight()
+        # this session's scorers: (argument name, weight, scorer); ``explain`` shows each one's score and weight
+        self.parts: list[tuple[str, int, Scorer]] = []
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
-        parts: list[tuple[int, Scorer]] = []
-        if w.least_requested:
-            parts.append((w.least_requested, strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))))
-        if w.most_requested:
-            parts.append((w.most_requested, strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
-        if w.balanced_resource:
-            parts.append((w.balanced_resource, _balanced_scorer(ssn)))
-        if w.node_affinity:
-            parts.append((w.node_affinity, AffinityCheck(ssn).score))
-        if w.pod_affinity:
-            parts.append((w.pod_affinity, InterPodAffinityCheck(ssn).score))
-        if w.taint_toleration:
-            parts.append((w.taint_toleration, TaintCheck(ssn).score))
-        if w.image_locality:
-            parts.append((w.image_locality, ImageLocality(ssn).score))
-        if w.pod_topology_spread:
-            parts.append((w.pod_topology_spread, SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score))
+        builders: list[tuple[str, int, Callable[[], Scorer]]] = [
+            ("leastrequested", w.least_requested, lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))),
+            ("mostrequested", w.most_requested, lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))),
+            ("balancedresource", w.balanced_resource, lambda: _balanced_scorer(ssn)),
+            ("nodeaffinity", w.node_affinity, lambda: AffinityCheck(ssn).score),
+            ("podaffinity", w.pod_affinity, lambda: InterPodAffinityCheck(ssn).score),
+            ("tainttoleration", w.taint_toleration, lambda: TaintCheck(ssn).score),
+            ("imagelocality", w.image_locality, lambda: ImageLocality(ssn).score),
+            ("podtopologyspread", w.pod_topology_spread,
+             lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score),
+        ]
+        self.parts = parts = [(name, weight, build()) for name, weight, build in builders if weight]
         if not parts:
             return
 
         def score(task: TaskInfo) -> IntArray:
             total = np.zeros(len(ssn.nodes), dtype=np.int64)
-            for weight, scorer in parts:
+            for _, weight, scorer in parts:
                 total += scorer(task) * weight
             out: IntArray = total * self.weight
             return out
@@ -153,7 +150,7 @@ class NodeOrder:
         ssn.add_vector_score_fn(NAME, score)
 
     def on_session_close(self, ssn: Session) -> None:
-        return None
+        self.parts = []
 
 
 @register_plugin(NAME)
