@@ -121,7 +121,7 @@ def _print(doc: dict[str, Any]) -> None:
         for s, f in seeds["per_seed"].items():
             cut = f["hotspot_cut_percent"]
             print(f"  seed {s}: hotspot node-minutes {f['hotspot_node_minutes'][BASELINE]:,.0f} -> "
-                  f"{f['hotspot_node_minutes'][BEST]:,.0f} ({'n/a' if cut is None else f'-{cut:.1f}%'}), "
+                  f"{f['hotspot_node_minutes'][BEST]:,.0f} ({'n/a' if cut is None else f'{-cut:+.1f}%'}), "
                   f"inflation p99 {f['service_latency_inflation_p99'][BASELINE]:.3f} -> "
                   f"{f['service_latency_inflation_p99'][BEST]:.3f}, stretch p95 {f['batch_stretch_p95'][BASELINE]:.3f}"
                   f" -> {f['batch_stretch_p95'][BEST]:.3f}, pending {f['pods_pending_end'][BASELINE]} -> "
