@@ -98,6 +98,27 @@ class PodDirectory:
         return out
 
 
+class StandalonePods:
+    """Stand-in pod objects for the pod cgroups of a tick, rebuilt only for pods whose cgroups changed."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[tuple[str, tuple[str, ...]], dict[str, Any]]] = {}
+
+    def pods(self, tick: Tick) -> dict[str, Mapping[str, Any]]:
+        out: dict[str, Mapping[str, Any]] = {}
+        cache: dict[str, tuple[tuple[str, tuple[str, ...]], dict[str, Any]]] = {}
+        for uid, p in tick.pods.items():
+            ids = tuple(c.id for c in p.containers)
+            key = (p.qos.value, ids)
+            cached = self._pods.get(uid)
+            if cached is None or cached[0] != key and ids:
+                cached = (key, standalone_pod(uid, p.qos.value, list(ids)))
+            cache[uid] = cached
+            out[uid] = cached[1]
+        self._pods = cache
+        return out
+
+
 class Agent:
     """One node's agent.  ``cluster=None`` is standalone mode."""
 
@@ -126,6 +147,7 @@ class Agent:
         self.started = clock.now()
         self.store = UsageStore(config.metric_collect_policy, config.collect_interval_seconds)
         self.pods = PodDirectory()
+        self._standalone = StandalonePods()
         self.node_obj: Mapping[str, Any] | None = None
         self.reporter = reporter
         if reporter is None and cluster is not None:
@@ -184,13 +206,12 @@ class Agent:
         tick = tick or self.last_tick
         if tick is None:
             return {}
-        return {
-            uid: standalone_pod(uid, p.qos.value, [c.id for c in p.containers]) for uid, p in tick.pods.items()
-        }
+        return self._standalone.pods(tick)
 
     # -- work units ---------------------------------------------------------------------------------
     def collect_once(self) -> Tick:
-        tick = self.collector.collect()
+        """Node and pod usage; container files wait for the waterline tick that needs them."""
+        tick = self.collector.collect(containers=False)
         pods = self.current_pods(tick)
         sample = tick.usage_sample(set(pods))
         with self._lock:
@@ -232,10 +253,11 @@ class Agent:
         return outcome
 
     def node_state(self) -> NodeState | None:
-        """The waterline engine's snapshot of the last tick (``/debug/state``)."""
+        """The waterline engine's snapshot of the last tick, containers read now (``/debug/state``)."""
         tick = self.last_tick
         if tick is None:
             return None
+        tick = self.collector.with_containers(tick)
         load = None
         if self.load_average is not None:
             try:
@@ -248,7 +270,7 @@ class Agent:
         )
 
     def waterline_once(self) -> TickReport | None:
-        if self.runtime is None:
+        if self.runtime is None or self.runtime.idle():
             return None
         state = self.node_state()
         if state is None:

@@ -84,7 +84,9 @@ def build_agent(
     clock = clock or SystemClock()
     layout = layout if layout is not None else cgroup_layout(config)
     reader = CgroupReader(layout, containers=config.collect_containers) if layout is not None else None
-    collector = Collector(node_source(config), reader, clock, rate_ttl=20 * config.collect_interval_seconds)
+    # Container counters are read once per waterline interval: their rates must outlive it.
+    ttl = max(20 * config.collect_interval_seconds, 3 * config.waterline.interval_seconds)
+    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl)
     registry = CollectorRegistry()
     runtime = None
     if config.waterline.enabled:
@@ -93,6 +95,10 @@ def build_agent(
             rejected = policies.replace_all(load_objects(config.waterline.policy_file))
             for r in rejected:
                 raise ConfigError(r.text, field=f"waterline.policyFile ({r.policy})", source=config.source)
+        if cluster is None:
+            log.warning("standalone: the waterline engine runs dry (decisions are logged and counted with "
+                        "dry_run=\"true\"; nothing is throttled, evicted or tainted)%s",
+                        "" if config.waterline.dry_run else "; waterline.dryRun: false does not apply without a cluster")
         runtime = WaterlineRuntime(
             cluster,
             node_name,

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     store = PolicyStore()
     store.replace_all(policies)
     clock = FakeClock(ticks[0].time)
-    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store,
+    engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store, replay=True,
                               eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
     reports: list[tuple[TickReport, TickWhy]] = []
     last_trigger: float | None = None

@@ -76,6 +76,7 @@ def _cluster(clock: FakeClock) -> MemoryCluster:
 
 def _two_ticks(agent: Agent, tmp: Path, clock: FakeClock) -> None:
     agent.collect_once()
+    agent.node_state()  # a waterline tick reads the container counters: the next one has their rates
     _install(tmp, 2)
     clock.advance(10)
     agent.collect_once()
@@ -150,10 +151,23 @@ def test_waterline_runtime_acts_on_the_collected_state(tmp_path: Path) -> None:
     assert cluster.evictions == ["default/be"]
 
 
-def test_standalone_uses_pod_cgroups_as_pods_and_is_dry_run(tmp_path: Path) -> None:
+def test_the_every_second_tick_reads_no_container_files_and_an_idle_waterline_reads_nothing(tmp_path: Path) -> None:
     clock = FakeClock(1_700_000_000.0)
-    agent = _agent(tmp_path, None, clock)
+    agent = _agent(tmp_path, _cluster(clock), clock)
+    tick = agent.collect_once()
+    assert tick.pods[G].containers == ()  # only the waterline engine needs containers
+    assert agent.runtime is not None and not agent.runtime.idle()  # the first tick reconciles the node
+    assert agent.waterline_once() is not None
+    assert agent.runtime.idle()  # no policy and nothing to undo
+    assert agent.waterline_once() is None
+
+
+def test_standalone_uses_pod_cgroups_as_pods_and_is_dry_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    clock = FakeClock(1_700_000_000.0)
+    with caplog.at_level("WARNING", logger="loadwise.agent"):
+        agent = _agent(tmp_path, None, clock, waterline={"dryRun": False})
     assert agent.reporter is None and agent.runtime is not None and agent.runtime.dry_run
+    assert "runs dry" in caplog.text and "dryRun: false does not apply" in caplog.text
     _two_ticks(agent, tmp_path, clock)
     obj = agent.nodemetric()
     names = {p["name"]: p for p in obj["status"]["podsMetric"]}
