@@ -27,7 +27,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/scheduler_throughput.py
+	$(BIN)/python benchmarks/scheduler_throughput.py --quick
 	$(BIN)/python benchmarks/agent_overhead.py
 	$(BIN)/python benchmarks/sim_runtime.py
 	$(BIN)/python benchmarks/sim_goal.py

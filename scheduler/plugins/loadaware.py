@@ -36,7 +36,7 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
-from scheduler.loadaware.evaluate import LoadAwareState
+from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.snapshot import open_state
 
@@ -176,17 +176,31 @@ class LoadAware:
                            percent, memo, by_node)
         self.state = state
 
-        def predicate(task: TaskInfo) -> FilterResult:
-            res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
-                               is_daemonset=task.pod.is_daemonset)
-            return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
-
+        # rows change only when a pod is placed on or removed from a node, which the node arrays log
+        filters = RowCache(ssn.arrays)
         rows = RowCache(ssn.arrays)
+
+        def predicate(task: TaskInfo) -> FilterResult:
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            if task.pod.is_daemonset:
+                res = state.filter(est, is_prod=is_prod, is_daemonset=True)
+                return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
+            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
+                state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
+
+            unpacked: list[LoadFilter] = []   # made when the first reason is asked for
+
+            def reasons(i: int) -> list[tuple[Code, str]]:
+                if not unpacked:
+                    unpacked.append(state.unpacked(packed, is_prod=is_prod))
+                return [(Code.UNSCHEDULABLE, state.reason(unpacked[0], i))]
+            return FilterResult(packed == 0, lazy=reasons)
+
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            # rows change only when a pod is placed on or removed from a node, which the node arrays log
             raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
