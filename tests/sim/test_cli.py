@@ -19,6 +19,7 @@ from sim.traces import OPENB_NODES_FILE, OPENB_PODS_FILE
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.mark.slow
 def test_json_output_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
     rc = main(["sim", "--nodes", "4", "--hours", "0.25", "-o", "json", "--no-progress", "--jobs", "1", "--out", str(out)])
@@ -125,6 +126,7 @@ def test_policies() -> None:
     assert mine.conf_source.endswith("loadaware.yaml") and mine.waterline_source.endswith("waterline.yaml")
 
 
+@pytest.mark.slow
 def test_loadaware_has_fewer_hotspots_than_kube_default() -> None:
     """A busy afternoon on 10 nodes (fixed seed): usage-aware placement avoids the hot nodes kube's default makes."""
     workload = generate(SyntheticConfig(nodes=10, hours=3, seed=1))

@@ -237,6 +237,7 @@ def _eager_waterline(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers() -> None:
     a, b = _small("loadaware-waterline"), _small("loadaware-waterline")
     assert np.array_equal(a.cpu_util, b.cpu_util) and np.array_equal(a.mem_util, b.mem_util)
@@ -249,6 +250,7 @@ def test_same_seed_same_numbers() -> None:
     assert ma == mb
 
 
+@pytest.mark.slow
 def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     eager = _eager_waterline(tmp_path)
     skipped = _small("loadaware-waterline", eager)
