@@ -1,7 +1,7 @@
 """``loadwise sim``: replay a workload against several scheduler confs and compare hot nodes, evictions, pods.
 
 Every compared policy runs the real scheduler, agent and waterline code on a simulated clock against an
-in-memory cluster (see ``sim``).  Output: a progress bar (stderr), a comparison table (stdout), ``--json`` for
+in-memory cluster (see ``sim``).  Output: a progress bar (stderr), a comparison table (stdout), ``-o json`` for
 machines, and ``--out DIR`` for ``report.html`` (self-contained, with plots) and ``results.json``.
 """
 
@@ -18,6 +18,7 @@ from typing import Any
 
 from common.config import ConfigError
 from loadwise.argtypes import non_negative_int, positive_float, positive_int
+from loadwise.output import add_output_flag
 
 # Defaults sized to finish in under a minute on 2 idle cores: 100 nodes over a whole day from midnight (services
 # peak around 14:00), in steps of a minute - the NodeMetric report interval, so each agent reports once a step.
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="runs (policies x seeds) in parallel processes (default 0: up to twice the cores)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", type=Path, help="write report.html and results.json into this directory")
-    o.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    add_output_flag(parser, table=True)
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -206,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
                            workload_notes=workloads[first].notes, settings=settings, sources=cites,
                            seeds_rows=seeds_rows)
         (args.out / "report.html").write_text(page, encoding="utf-8")
-    if args.json:
+    if args.output == "json":
         print(json.dumps(doc, indent=2))
         return 0
     print(f"workload: {workloads[first].name}" + (f" (and seeds {', '.join(map(str, list(workloads)[1:]))})"

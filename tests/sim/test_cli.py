@@ -23,7 +23,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 @pytest.mark.slow
 def test_json_output_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = main(["sim", "--nodes", "4", "--hours", "0.25", "--json", "--no-progress", "--jobs", "1", "--out", str(out)])
+    rc = main(["sim", "--nodes", "4", "--hours", "0.25", "-o", "json", "--no-progress", "--jobs", "1", "--out", str(out)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["policies"]) == ["kube-default", "loadaware", "loadaware-waterline"]
@@ -51,7 +51,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_trace_replay_from_fixture_files(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main([
-        "sim", "--compare", "requests", "--nodes", "3", "--hours", "0.2", "--json", "--no-progress",
+        "sim", "--compare", "requests", "--nodes", "3", "--hours", "0.2", "-o", "json", "--no-progress",
         "--openb-nodes", str(FIXTURES / "openb_nodes.csv"), "--openb-pods", str(FIXTURES / "openb_pods.csv"),
         "--machine-usage", str(FIXTURES / "machine_usage.csv"),
     ])
