@@ -26,6 +26,7 @@ import numpy.typing as npt
 from common.config import ConfigError
 from common.objects import NodeView, PodView
 from common.qos import PriorityClass
+from common.reservation import active, parse_reservations
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
@@ -34,7 +35,7 @@ from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
-from scheduler.loadaware.cache import assigned_pod
+from scheduler.loadaware.cache import AssignedPod, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.memo import LoadAwareMemo
@@ -165,6 +166,7 @@ class LoadAware:
         # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
         state = open_state(self.args, views, chain.from_iterable(by_node), ssn.snapshot.node_metrics, ssn.now,
                            percent, memo, by_node)
+        self._reserve_rebalanced(state, views, ssn.now)
         self.state = state
 
         def predicate(task: TaskInfo) -> FilterResult:
@@ -192,6 +194,20 @@ class LoadAware:
         ssn.add_vector_predicate_fn(NAME, predicate)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
+
+    def _reserve_rebalanced(self, state: LoadAwareState, views: Sequence[NodeView], now: float) -> None:
+        """Count the usage the rebalancer is moving to a node (its unexpired reservations, ``common.reservation``)
+        as load of that node, so other pods do not fill a destination before the moved pod arrives.  A malformed
+        annotation reserves nothing: the node is then judged on its metrics alone, as without a rebalancer."""
+        names = self.args.resource_names
+        for node in views:
+            try:
+                entries = active(parse_reservations(node.annotations, node=node.name), now)
+            except ValueError:
+                continue
+            for r in entries:
+                state.reserve(AssignedPod(f"rebalance:{r.pod}", node.name, tuple(r.usage.get(n, 0) for n in names),
+                                          r.prod, r.since, r.until))
 
     def on_session_close(self, ssn: Session) -> None:
         self.state = None
