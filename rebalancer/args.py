@@ -15,7 +15,8 @@ from common.duration import parse_duration
 from common.resources import CPU, MEMORY
 from common.selectors import LabelSelector, SelectorError
 
-__all__ = ["AnomalyCondition", "PodSelector", "RebalanceArgs", "parse_rebalance_args", "KNOWN_FIELDS"]
+__all__ = ["AnomalyCondition", "PodSelector", "RebalanceArgs", "parse_rebalance_args", "load_rebalance_args",
+           "KNOWN_FIELDS"]
 
 KNOWN_FIELDS = frozenset({
     "highThresholds", "lowThresholds", "useDeviationThresholds", "prodHighThresholds", "prodLowThresholds",
@@ -261,3 +262,10 @@ def _positive(raw: Any, key: str, default: float, source: str) -> float:
     if value <= 0:
         raise ConfigError(f"must be positive, got {raw!r}", field=key, source=source)
     return value
+
+
+def load_rebalance_args(path: str) -> RebalanceArgs:
+    """Arguments from a YAML or JSON file holding the arguments mapping."""
+    from common.config import load_document
+
+    return parse_rebalance_args(load_document(path), source=str(path))

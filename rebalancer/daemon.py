@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -25,8 +25,9 @@ from scheduler.framework.snapshot import Snapshot
 
 from .classify import NodeClass
 from .plan import Move, Plan, Rebalancer
+from .report import describe
 
-__all__ = ["RebalancerMetrics", "RebalancerDaemon", "RoundResult", "CONDITION_TYPE", "COMPONENT", "describe"]
+__all__ = ["RebalancerMetrics", "RebalancerDaemon", "RoundResult", "CONDITION_TYPE", "COMPONENT"]
 
 log = logging.getLogger(__name__)
 
@@ -187,13 +188,3 @@ class RebalancerDaemon:
             self.cluster.patch_conditions("Node", node, [cond])
         except ApiError as exc:
             log.info("condition on node %s not written: %s", node, exc)
-
-
-def _pct(percents: Mapping[str, float]) -> str:
-    return " ".join(f"{r} {v:.0f}%" for r, v in sorted(percents.items()))
-
-
-def describe(move: Move) -> str:
-    """One line: why the pod moved, and the numbers before and after on both nodes."""
-    return (f"{move.reason}: evicted from {move.source} ({_pct(move.source_before)} -> {_pct(move.source_after)}); "
-            f"expected on {move.destination} ({_pct(move.destination_before)} -> {_pct(move.destination_after)})")
