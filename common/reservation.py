@@ -4,7 +4,8 @@ When the rebalancer moves a pod it proved that a destination node takes the pod 
 replacement pod runs and the node's NodeMetric shows it, nothing else would know the usage is coming, and other
 pods could fill the destination first.  So the rebalancer writes the moved usage into an annotation of the
 destination node; the scheduler's load-aware plugin adds every unexpired entry to the node's estimated load.  The
-entries carry their own expiry, so a rebalancer that stops leaves nothing behind for longer than that.
+entries carry their own expiry, so a rebalancer that stops leaves nothing behind for longer than that.  A pod of
+the reservation's own workload - the moved pod's replacement - does not see it: the reservation is its place.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from common.clock import parse_rfc3339, to_rfc3339
+from common.objects import PodView
 from common.resources import Resources
 
-__all__ = ["RESERVATIONS_ANNOTATION", "Reservation", "parse_reservations", "format_reservations", "active"]
+__all__ = ["RESERVATIONS_ANNOTATION", "Reservation", "parse_reservations", "format_reservations", "active",
+           "workload_of"]
 
 RESERVATIONS_ANNOTATION = "rebalance.loadwise.io/reservations"
 
@@ -75,3 +78,11 @@ def format_reservations(reservations: Iterable[Reservation]) -> str | None:
 
 def active(reservations: Iterable[Reservation], now: float) -> list[Reservation]:
     return [r for r in reservations if r.until > now]
+
+
+def workload_of(pod: PodView) -> str:
+    """The controller that re-creates the pod (``Kind/namespace/name``), or the pod itself when it has none."""
+    for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller", True):
+            return f"{ref.get('kind', '')}/{pod.namespace}/{ref.get('name', '')}"
+    return f"Pod/{pod.key}"

@@ -124,8 +124,7 @@ class RebalancerDaemon:
         entries = [r for r in self.rebalancer.live_reservations(annotations, move.destination, snap, now)
                    if r.pod != move.pod]
         if add:
-            entries.append(Reservation(move.pod, move.workload, move.source, move.usage, move.prod, now,
-                                       now + self.rebalancer.args.reservation_seconds))
+            entries.append(move.reservation(now, self.rebalancer.args.reservation_seconds))
         self._write(move.destination, entries)
 
     # -- one move -----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from common.objects import PodView
 from common.qos import PriorityClass
-from common.reservation import Reservation, active, parse_reservations
+from common.reservation import Reservation, active, parse_reservations, workload_of
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
@@ -23,8 +23,8 @@ from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from .anomaly import AnomalyDetector
 from .args import RebalanceArgs
 from .classify import NodeClass, NodeLoad, Thresholds, classify, node_loads, over_high, thresholds
-from .destination import Probe, Proof, pending_copy, prove
-from .rank import Candidate, rank, removable, workload_of
+from .destination import Probe, Proof, prove
+from .rank import Candidate, rank, removable
 
 __all__ = ["Move", "Skip", "NodeReport", "Plan", "Rebalancer"]
 
@@ -48,6 +48,10 @@ class Move:
     @property
     def namespace(self) -> str:
         return self.pod.partition("/")[0]
+
+    def reservation(self, now: float, seconds: float) -> Reservation:
+        """The reservation this move writes on its destination at ``now``, for ``seconds``."""
+        return Reservation(self.pod, self.workload, self.source, self.usage, self.prod, now, now + seconds)
 
     @property
     def name(self) -> str:
@@ -108,7 +112,6 @@ class _Round:
     per_node: Counter[str] = field(default_factory=Counter)
     per_namespace: Counter[str] = field(default_factory=Counter)
     per_workload: Counter[str] = field(default_factory=Counter)
-    moved: dict[str, PodView] = field(default_factory=dict)
 
 
 class Rebalancer:
@@ -149,9 +152,9 @@ class Rebalancer:
             plan.note = "no node confirmed hot"
             return plan
         closed = frozenset(n for n, k in classes.items() if k in (NodeClass.HIGH, NodeClass.STALE))
-        incoming, incoming_prod = self._reserved(snapshot, now)
+        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now)) for n in snapshot.nodes}
         rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,
-                                 incoming, incoming_prod))
+                                 reserved))
         by_node: dict[str, list[PodView]] = {}
         for pod in snapshot.pods:
             if pod.node_name:
@@ -169,17 +172,6 @@ class Rebalancer:
             abnormal = kind is not NodeClass.STALE and self.detector.observe(load.name, kind is NodeClass.HIGH, now)
             plan.nodes.append(NodeReport(load.name, kind, _percents(load, load.usage, self.args.resources), abnormal))
         return classes
-
-    def _reserved(self, snapshot: Snapshot, now: float) -> tuple[dict[str, Resources], dict[str, Resources]]:
-        """Usage the reservations of earlier rounds bring to each node (the scheduler counts the same)."""
-        total: dict[str, Resources] = {}
-        prod: dict[str, Resources] = {}
-        for node in snapshot.nodes:
-            for r in self.live_reservations(node.annotations, node.name, snapshot, now):
-                total[node.name] = total.get(node.name, Resources()) + r.usage
-                if r.prod:
-                    prod[node.name] = prod.get(node.name, Resources()) + r.usage
-        return total, prod
 
     def live_reservations(self, annotations: Mapping[str, str], node: str, snapshot: Snapshot,
                           now: float) -> list[Reservation]:
@@ -251,15 +243,14 @@ class Rebalancer:
         thr = probe.thresholds
         plan.checks += 1
         if args.node_fit:
-            proof = prove(probe, c.pod, c.usage, source.name, rnd.moved, now)
+            proof = prove(probe, c.pod, c.usage, source.name, now)
         else:
             proof = _coolest(probe, source.name)
         if proof.destination is None:
             plan.skipped.append(Skip(c.key, source.name, f"no destination: {proof.why}"))
             return None
         dest = probe.loads[proof.destination]
-        arriving = probe.incoming.get(dest.name, Resources())
-        dest_before = dest.usage + arriving
+        dest_before = dest.usage + probe.incoming(dest.name)
         prod = c.pod.priority_class == PriorityClass.PROD
         move = Move(c.key, workload_of(c.pod), source.name, dest.name, c.usage, prod, _reason(source, thr, usage),
                     _percents(source, usage, args.resources), _percents(source, usage - c.usage, args.resources),
@@ -269,14 +260,7 @@ class Rebalancer:
         rnd.per_node[source.name] += 1
         rnd.per_namespace[c.pod.namespace] += 1
         rnd.per_workload[move.workload] += 1
-        rnd.moved[c.key] = pending_copy(c.pod, self.scheduler_name, dest.name)
-        incoming = dict(probe.incoming)
-        incoming[dest.name] = arriving + c.usage
-        incoming_prod = dict(probe.incoming_prod)
-        if prod:
-            incoming_prod[dest.name] = incoming_prod.get(dest.name, Resources()) + c.usage
-        rnd.probe = Probe(probe.snapshot, probe.conf, probe.scheduler_name, probe.loads, thr, probe.closed, incoming,
-                          incoming_prod)
+        rnd.probe = probe.moved(move.reservation(now, args.reservation_seconds), dest.name)
         return move
 
 

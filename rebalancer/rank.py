@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from common.objects import NodeMetricView, PodView
 from common.qos import PriorityClass
+from common.reservation import workload_of
 from common.resources import Resources
 
 from .args import RebalanceArgs
@@ -38,14 +39,6 @@ class Candidate:
     @property
     def key(self) -> str:
         return self.pod.key
-
-
-def workload_of(pod: PodView) -> str:
-    """The controller that re-creates the pod (``Kind/namespace/name``), or the pod itself when it has none."""
-    for ref in (pod.raw.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller", True):
-            return f"{ref.get('kind', '')}/{pod.namespace}/{ref.get('name', '')}"
-    return f"Pod/{pod.key}"
 
 
 def _namespace_ok(pod: PodView, args: RebalanceArgs) -> bool:

@@ -45,8 +45,33 @@ def test_usage_already_moved_counts_when_more_is_needed() -> None:
     assert plan.moves[1].source_before["cpu"] == 70.0
     assert plan.moves[1].source_after["cpu"] == 45.0
     first, second = plan.moves
-    assert (first.destination, second.destination) == ("cool2", "cool2")  # empty, the scheduler's choice twice
-    assert second.destination_before == first.destination_after  # the first move is reserved there
+    # the empty node takes the first; a node takes one moved pod per round, so the second goes to the 10% node
+    assert (first.destination, second.destination) == ("cool2", "cool")
+    assert first.destination_after["cpu"] == 30.0
+
+
+def test_a_destination_takes_one_moved_pod_per_round_and_counts_earlier_reservations() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot1", "hot2", "cool"):
+        c.node(n)
+    c.pod("a", "hot1", 6000)
+    c.pod("b", "hot2", 6000)
+    c.pod("h1", "hot1", 1000)
+    c.pod("h2", "hot2", 1000)
+    rb = Rebalancer(parse_rebalance_args(args(relievedNodeCooldownSeconds=0)), conf())
+    plan = rb.plan(c.snapshot(), T0 + 10)
+    assert [(m.pod, m.destination) for m in plan.moves] == [("default/a", "cool")]
+    kept = {s.pod: s.why for s in plan.skipped}
+    assert "no destination" in kept["default/b"] and "no destination" in kept["default/h2"]
+    # next round, with a's reservation on cool (60%), b fits nowhere; the smaller h2 goes to the node a left
+    from common.reservation import RESERVATIONS_ANNOTATION, format_reservations
+
+    c.nodes["cool"]["metadata"]["annotations"] = {
+        RESERVATIONS_ANNOTATION: format_reservations([plan.moves[0].reservation(T0 + 10, 300)]) or ""}
+    c.pods = [p for p in c.pods if p["metadata"]["name"] != "a"]
+    again = rb.plan(c.snapshot(), T0 + 70)
+    assert [(m.pod, m.destination) for m in again.moves] == [("default/h2", "hot1")]
+    assert "no node other than the source stays below" in {s.pod: s.why for s in again.skipped}["default/b"]
 
 
 def test_no_eviction_when_no_other_node_takes_the_pod() -> None:

@@ -29,9 +29,11 @@ def _cluster(reserved_until: float | None) -> Cluster:
     return c
 
 
-def _placed(c: Cluster, now: float) -> str | None:
-    objs = [*c.objects(), pod("new", cpu="1", memory="1Gi")]
-    _, sink = run(objs, CONF, now=now)
+def _placed(c: Cluster, now: float, owner: str = "") -> str | None:
+    new = pod("new", cpu="1", memory="1Gi")
+    if owner:
+        new["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": owner, "uid": owner, "controller": True}]
+    _, sink = run([*c.objects(), new], CONF, now=now)
     return sink.binds.get("default/new")
 
 
@@ -40,6 +42,12 @@ def test_scheduler_counts_an_unexpired_reservation_as_load() -> None:
     # 60% reserved + the pod's estimate (0.85 cores) lifts it above the 65% threshold: the pod goes to the other node
     assert _placed(_cluster(T0 + 300), T0 + 10) == "busy"
     assert _placed(_cluster(T0 + 5), T0 + 10) == "reserved"  # expired: counts no more
+
+
+def test_the_moved_pods_replacement_takes_its_reservations_place() -> None:
+    # a pod of the reserved workload does not see that reservation: it is the pod the place was kept for
+    assert _placed(_cluster(T0 + 300), T0 + 10, owner="web") == "reserved"
+    assert _placed(_cluster(T0 + 300), T0 + 10, owner="other") == "busy"
 
 
 def test_annotation_round_trip_and_errors_name_the_node() -> None:
