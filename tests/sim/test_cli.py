@@ -92,10 +92,12 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 
 def test_policies() -> None:
-    assert set(BUILTIN) == {"requests", "loadaware", "loadaware-waterline", "loadaware-waterline-capped"}
+    assert set(BUILTIN) == {"requests", "loadaware", "loadaware-waterline", "loadaware-waterline-capped",
+                            "loadaware-rebalance"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
-        assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
+        assert bool(p.waterline) == p.name.startswith(("loadaware-waterline", "loadaware-rebalance"))
+        assert (p.rebalance is not None) == (p.name == "loadaware-rebalance")
         la = p.conf.plugin("loadaware")
         if p.name.startswith("loadaware-waterline"):
             assert la is not None and la.arguments["respectWaterlines"] == p.name.endswith("capped")
