@@ -10,6 +10,9 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 ``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+
+Pressure filtering (``cpuPressureThreshold``, off by default): nodes whose reported CPU pressure is above
+the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from scheduler.loadaware.cache import assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.pressure import PressureFilter
 from scheduler.loadaware.snapshot import open_state
 
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
@@ -51,6 +55,7 @@ ARGUMENTS: tuple[str, ...] = (
     "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
     "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
     "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "cpuPressureThreshold",
 )
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
@@ -176,10 +181,16 @@ class LoadAware:
                            percent, memo, by_node)
         self.state = state
 
+        pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
+                    if self.args.cpu_pressure_threshold else None)
+
         def predicate(task: TaskInfo) -> FilterResult:
             res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
                                is_daemonset=task.pod.is_daemonset)
-            return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
+            if pressure is None:
+                return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
+            return FilterResult(res.mask & pressure.passed, lazy=lambda i: [(
+                Code.UNSCHEDULABLE, state.reason(res, i) if not res.mask[i] else pressure.reason(i))])
 
         rows = RowCache(ssn.arrays)
 
