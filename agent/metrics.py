@@ -104,7 +104,7 @@ class _UsageCollector(Collector):
             pc = GaugeMetricFamily("loadwise_agent_pod_cpu_usage_cores", "Pod CPU in use, last collection",
                                    labels=["node", "namespace", "pod"])
             pm = GaugeMetricFamily("loadwise_agent_pod_memory_usage_bytes",
-                                   "Pod memory in use (anon + unevictable, koordlet's definition)",
+                                   "Pod memory in use (v1: anon + unevictable, koordlet's definition; v2: memory.current - inactive_file)",
                                    labels=["node", "namespace", "pod"])
             pw = GaugeMetricFamily("loadwise_agent_pod_memory_working_set_bytes",
                                    "Pod memory working set (usage - inactive file, kubelet's definition)",

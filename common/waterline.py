@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 # Every metric name docs/design/waterline.md §2.1 lists; the webhook's narrower list is an upstream accident.
+# The six *_pressure_* names are a Loadwise extension (PRESSURE_METRICS below).
 KNOWN_METRICS = frozenset(
     {
         "cpu_total_usage",
