@@ -28,9 +28,9 @@ DEFAULT_TICK_SECONDS = 60.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("what to compare")
-    g.add_argument("--compare", default="requests,loadaware,loadaware-waterline",
-                   help="comma-separated policy names (default %(default)s; also built in: "
-                        "loadaware-waterline-capped)")
+    g.add_argument("--compare", default="kube-default,loadaware,loadaware-waterline",
+                   help="comma-separated policy names, the first being the baseline unless kube-default is "
+                        "compared (default %(default)s; also built in: loadaware-waterline-capped, requests, binpack)")
     g.add_argument("--conf", action="append", default=[], metavar="NAME=PATH",
                    help="scheduler conf (Volcano format) for policy NAME; overrides a built-in of that name")
     g.add_argument("--waterline", action="append", default=[], metavar="NAME=PATH",
@@ -68,14 +68,19 @@ def _workload(args: argparse.Namespace) -> Any:
     from sim.replay import default_trace_dir, resolve_sources, trace_workload
     from sim.synthetic import SyntheticConfig, generate
 
+    # The workload is made for the whole day (or up to the run's end), then seen through the run's window: a run
+    # from 11:00 starts where a run from midnight would be at 11:00 (warm start, ``Workload.window``).
+    start, end = args.start_hour * 3600.0, (args.start_hour + args.hours) * 3600.0
+    made_for = max(24.0, args.start_hour + args.hours)
     if not (args.trace or args.machine_usage or args.openb_nodes or args.openb_pods):
-        return generate(SyntheticConfig(nodes=args.nodes, hours=args.hours, seed=args.seed)), []
+        return generate(SyntheticConfig(nodes=args.nodes, hours=made_for, seed=args.seed)).window(start, end), []
     trace_dir = args.trace_dir if args.trace_dir is not None else default_trace_dir()
     sources = resolve_sources(
         args.trace, trace_dir, machine_usage=args.machine_usage, openb_nodes=args.openb_nodes,
         openb_pods=args.openb_pods,
     )
-    workload = trace_workload(sources, nodes=args.nodes, hours=args.hours, seed=args.seed, load=args.trace_load)
+    workload = trace_workload(sources, nodes=args.nodes, hours=made_for, seed=args.seed,
+                              load=args.trace_load).window(start, end)
     cites = []
     if sources.machine_usage is not None:
         cites.append("Alibaba cluster-trace-v2018 machine usage (github.com/alibaba/clusterdata), "
@@ -158,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         for name, c in comp.items():
             red = c["hotspot_reduction_percent"]
             red_text = "n/a" if red is None else f"{red:.1f}% fewer"
-            print(f"{name} vs requests: hotspot node-minutes {red_text}, "
+            print(f"{name} vs {c['baseline']}: hotspot node-minutes {red_text}, "
                   f"{c['scheduled_difference']:+d} pods scheduled, {c['eviction_rate_percent']:.2f}% of pods evicted")
     print(f"\n{len(policies)} policies, {options.ticks} ticks each, {elapsed:.1f} s wall ({jobs} job(s))")
     if args.out is not None:

@@ -186,7 +186,8 @@ def render_html(
     sources: Sequence[str] = (),
 ) -> str:
     comp = comparison(results)
-    comp_rows = [["policy", "hotspot reduction vs requests", "scheduled vs requests", "evictions per pod"]]
+    base = next(iter(comp.values()))["baseline"] if comp else (results[0].policy if results else "")
+    comp_rows = [["policy", f"hotspot reduction vs {base}", f"scheduled vs {base}", "evictions per pod"]]
     for name, c in comp.items():
         red = c["hotspot_reduction_percent"]
         comp_rows.append([name, "n/a" if red is None else f"{red:.1f}%", f"{c['scheduled_difference']:+d}",
@@ -217,8 +218,8 @@ img {{ max-width: 100%; }}
 dt {{ font-weight: 600; margin-top: 0.4em; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<h2>Against the request-based baseline</h2>
-{_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(no <code>requests</code> baseline in this comparison)</p>"}
+<h2>Against the baseline, {html.escape(base)}</h2>
+{_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(a single policy: nothing to compare)</p>"}
 <h2>Measures</h2>
 {_table_html(table(results))}
 {waiting}

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.record import RunRecord
+from sim.model import PodKind
+from sim.record import KIND_CODES, RunRecord
 
 __all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison"]
 
@@ -26,6 +27,12 @@ DEFINITIONS: dict[str, str] = {
     "bound it; mean, p95, p99 and longest over all bindings, and the share of bindings that waited at all",
     "evictions": "accepted evictions (waterline engine + scheduler preemption); rate = evictions / submitted pods",
     "throttle-minutes": "pod-minutes under a waterline CPU quota below the pod's own limit",
+    "cpu demand served": "CPU pods got / CPU they wanted (their usage profile capped by their own limit), over pods "
+    "and ticks; per class too",
+    "service latency inflation": "per service replica-tick, min(20, 1/(1-rho) x demand/served), rho = the node's CPU "
+    "utilisation of capacity (M/M/1 queueing plus denied demand); mean and p99 over replica-ticks",
+    "batch stretch": "finished batch pods: run time / planned run time (a pod runs at served/demand of full speed); "
+    "p50 and p95",
     "session latency": "wall-clock time of one scheduling session; per pod = session time / pods placed; "
     "CPU time excludes waiting for a core when runs share them",
 }
@@ -47,7 +54,7 @@ class Measures:
     pods_submitted: int
     pods_scheduled: int
     bindings: int
-    pods_pending: int
+    pods_pending_end: int
     pods_unschedulable: int
     wait_mean_seconds: float
     wait_p95_seconds: float
@@ -58,6 +65,15 @@ class Measures:
     evictions_scheduler: int
     eviction_rate_percent: float
     throttle_minutes: float
+    cpu_demand_served_percent: float
+    service_cpu_served_percent: float
+    batch_cpu_served_percent: float
+    best_effort_cpu_served_percent: float
+    service_latency_inflation_mean: float
+    service_latency_inflation_p99: float
+    batch_stretch_p50: float
+    batch_stretch_p95: float
+    best_effort_stretch_p95: float
     sessions: int
     session_mean_ms: float
     session_p99_ms: float
@@ -105,7 +121,7 @@ def measure(rec: RunRecord) -> Measures:
         pods_submitted=rec.submitted,
         pods_scheduled=rec.ran,
         bindings=rec.bindings,
-        pods_pending=rec.pending_end,
+        pods_pending_end=rec.pending_end,
         pods_unschedulable=rec.unschedulable_end,
         wait_mean_seconds=round(float(waits.mean()), 1) if waits.size else 0.0,
         wait_p95_seconds=round(float(np.percentile(waits, 95)), 1) if waits.size else 0.0,
@@ -116,6 +132,7 @@ def measure(rec: RunRecord) -> Measures:
         evictions_scheduler=rec.scheduler_evictions,
         eviction_rate_percent=round(100.0 * evictions / rec.submitted, 3) if rec.submitted else 0.0,
         throttle_minutes=round(float(rec.throttled.sum()) * minutes, 1),
+        **_contention(rec),
         sessions=int(sessions.size),
         session_mean_ms=round(1000.0 * float(sessions.mean()), 2) if sessions.size else 0.0,
         session_p99_ms=round(1000.0 * float(np.percentile(sessions, 99)), 2) if sessions.size else 0.0,
@@ -124,6 +141,33 @@ def measure(rec: RunRecord) -> Measures:
         wall_seconds=round(rec.wall_seconds, 2),
         cpu_seconds=round(rec.cpu_seconds, 2),
     )
+
+
+def _served(demand: float, served: float) -> float:
+    return round(100.0 * served / demand, 3) if demand > 0 else 100.0
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(values, q)), 3) if values.size else 1.0
+
+
+def _contention(rec: RunRecord) -> dict[str, float]:
+    """The contention measures (CPU served, latency inflation, stretch) of ``rec``."""
+    demand, served = rec.cpu_demand_seconds, rec.cpu_served_seconds
+    code = {kind.value: c for kind, c in KIND_CODES.items()}
+    inflation = rec.inflation
+    empty = np.zeros(0)
+    batch = rec.stretch.get(PodKind.BATCH.value, empty)
+    return {
+        "cpu_demand_served_percent": _served(float(demand.sum()), float(served.sum())),
+        **{f"{kind.replace('-', '_')}_cpu_served_percent": _served(float(demand[c]), float(served[c]))
+           for kind, c in code.items()},
+        "service_latency_inflation_mean": round(float(inflation.mean()), 3) if inflation.size else 1.0,
+        "service_latency_inflation_p99": _quantile(inflation, 99),
+        "batch_stretch_p50": _quantile(batch, 50),
+        "batch_stretch_p95": _quantile(batch, 95),
+        "best_effort_stretch_p95": _quantile(rec.stretch.get(PodKind.BEST_EFFORT.value, empty), 95),
+    }
 
 
 def reduction(base: float, other: float) -> float | None:
@@ -146,7 +190,7 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("mean cluster memory utilisation %", "mean_memory_percent", "{:.1f}"),
     ("pods submitted", "pods_submitted", "{:,d}"),
     ("pods scheduled", "pods_scheduled", "{:,d}"),
-    ("pods pending at end", "pods_pending", "{:,d}"),
+    ("pods pending at end", "pods_pending_end", "{:,d}"),
     ("  of which unschedulable", "pods_unschedulable", "{:,d}"),
     ("mean wait to bind, s", "wait_mean_seconds", "{:.0f}"),
     ("p95 wait to bind, s", "wait_p95_seconds", "{:.0f}"),
@@ -157,6 +201,15 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("evictions by scheduler", "evictions_scheduler", "{:,d}"),
     ("evictions per submitted pod %", "eviction_rate_percent", "{:.2f}"),
     ("throttle-minutes (pod-minutes)", "throttle_minutes", "{:,.0f}"),
+    ("CPU demand served %", "cpu_demand_served_percent", "{:.2f}"),
+    ("  services", "service_cpu_served_percent", "{:.2f}"),
+    ("  batch", "batch_cpu_served_percent", "{:.2f}"),
+    ("  best-effort", "best_effort_cpu_served_percent", "{:.2f}"),
+    ("service latency inflation, mean", "service_latency_inflation_mean", "{:.3f}"),
+    ("service latency inflation, p99", "service_latency_inflation_p99", "{:.3f}"),
+    ("batch stretch p50", "batch_stretch_p50", "{:.3f}"),
+    ("batch stretch p95", "batch_stretch_p95", "{:.3f}"),
+    ("best-effort stretch p95", "best_effort_stretch_p95", "{:.3f}"),
     ("scheduling sessions", "sessions", "{:,d}"),
     ("session latency mean, ms", "session_mean_ms", "{:.1f}"),
     ("session latency p99, ms", "session_p99_ms", "{:.1f}"),
@@ -175,16 +228,18 @@ def table(results: Sequence[Measures]) -> list[list[str]]:
     return rows
 
 
-def comparison(results: Sequence[Measures], baseline: str = "requests") -> Mapping[str, Any]:
-    """Each policy against the baseline: hotspot reduction, scheduled-pod difference, eviction rate."""
-    base = next((m for m in results if m.policy == baseline), None)
+def comparison(results: Sequence[Measures], baseline: str = "kube-default") -> Mapping[str, Any]:
+    """Each policy against the baseline (``baseline`` if compared, else the first policy): hotspot reduction,
+    scheduled-pod difference, eviction rate."""
+    base = next((m for m in results if m.policy == baseline), results[0] if results else None)
     if base is None:
         return {}
     out: dict[str, Any] = {}
     for m in results:
-        if m.policy == baseline:
+        if m is base:
             continue
         out[m.policy] = {
+            "baseline": base.policy,
             "hotspot_reduction_percent": reduction(base.hotspot_node_minutes, m.hotspot_node_minutes),
             "cpu_hotspot_reduction_percent": reduction(base.hotspot_cpu_node_minutes, m.hotspot_cpu_node_minutes),
             "scheduled_difference": m.pods_scheduled - base.pods_scheduled,

@@ -45,9 +45,22 @@ class Conformance:
             return [t for t in evictees if evictable(t)], PERMIT
 
         if guarding:
+            # evictable(task) for a preemptable task, without building its facts: whether conformance allows its
+            # namespace and priority class (a handful of pairs), and whether its job is preemptable
+            allowed: dict[tuple[str, str], bool] = {}
+            jobs = ssn.jobs
             on_nodes = (t for n in ssn.nodes for t in n.tasks.values())
             for task in itertools.chain(ssn.tasks.values(), on_nodes):
-                if task.preemptable and not evictable(task):
+                if not task.preemptable:
+                    continue
+                pod = task.pod
+                key = (pod.namespace, pod.priority_class_name)
+                ok = allowed.get(key)
+                if ok is None:
+                    ok = allowed[key] = conformance_allows(VictimFacts(namespace=key[0], priority_class_name=key[1],
+                                                                       job_id="", job_priority=0, task_priority=0))
+                job = jobs.get(task.job)
+                if not ok or (job is not None and not job.preemptable):
                     task.preemptable = False
         ssn.add_preemptable_fn(NAME, victims)
         ssn.add_reclaimable_fn(NAME, victims)

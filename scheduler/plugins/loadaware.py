@@ -39,7 +39,7 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
-from scheduler.loadaware.evaluate import LoadAwareState
+from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.pressure import PressureFilter
 from scheduler.loadaware.snapshot import open_state
@@ -183,21 +183,37 @@ class LoadAware:
 
         pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
                     if self.args.cpu_pressure_threshold else None)
+        # rows change only when a pod is placed on or removed from a node, which the node arrays log
+        filters = RowCache(ssn.arrays)
+        rows = RowCache(ssn.arrays)
 
         def predicate(task: TaskInfo) -> FilterResult:
-            res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
-                               is_daemonset=task.pod.is_daemonset)
-            if pressure is None:
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            if task.pod.is_daemonset:
+                res = state.filter(est, is_prod=is_prod, is_daemonset=True)
                 return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
-            return FilterResult(res.mask & pressure.passed, lazy=lambda i: [(
-                Code.UNSCHEDULABLE, state.reason(res, i) if not res.mask[i] else pressure.reason(i))])
+            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
+                state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
 
-        rows = RowCache(ssn.arrays)
+            unpacked: list[LoadFilter] = []   # made when the first reason is asked for
+
+            def reasons(i: int) -> list[tuple[Code, str]]:
+                if not unpacked:
+                    unpacked.append(state.unpacked(packed, is_prod=is_prod))
+                return [(Code.UNSCHEDULABLE, state.reason(unpacked[0], i))]
+            return FilterResult(packed == 0, lazy=reasons)
+
+        def with_pressure(task: TaskInfo) -> FilterResult:
+            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set)."""
+            res = predicate(task)
+            assert pressure is not None
+            return FilterResult(res.passed & pressure.passed, lazy=lambda i: res.found(i) if not res.passed[i]
+                                else [(Code.UNSCHEDULABLE, pressure.reason(i))])
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            # rows change only when a pod is placed on or removed from a node, which the node arrays log
             raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
@@ -209,7 +225,7 @@ class LoadAware:
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
 

@@ -193,6 +193,7 @@ def test_examples_parse_with_the_code_that_reads_them() -> None:
     assert (group.min_member, group.queue) == (4, "research") and group.queue in queues
 
 
+@pytest.mark.slow
 def test_objects_the_code_writes_fit_the_schemas() -> None:
     """A short simulation writes NodeMetrics, PodGroup and Queue status; the agent's policy store writes
     WaterlinePolicy conditions.  Every field must be declared, or the API server would drop it."""

@@ -62,7 +62,7 @@ def test_measures_match_hand_computation() -> None:
     assert m.mean_cpu_percent == pytest.approx(100 * np.mean(cluster), abs=0.01)
     assert m.peak_cpu_percent == pytest.approx(100 * max(cluster), abs=0.01)
     assert m.throttle_minutes == 2.0  # 4 pod-ticks of 30 s
-    assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending, m.pods_unschedulable) == (10, 8, 9, 2, 1)
+    assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending_end, m.pods_unschedulable) == (10, 8, 9, 2, 1)
     assert m.wait_mean_seconds == 22.5
     assert m.wait_p95_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 95), abs=0.05)
     assert m.wait_p99_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 99), abs=0.05)

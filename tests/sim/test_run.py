@@ -194,8 +194,8 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
                and "node_metrics" in inspect.getsource(sys.modules[builder.__module__])}
     assert readers == USAGE_PLUGINS
     agents = {p.name: p.node_agents for p in load_policies(list(BUILTIN))}
-    assert agents == {"requests": False, "loadaware": True, "loadaware-waterline": True,
-                      "loadaware-waterline-capped": True}
+    assert agents == {"kube-default": False, "loadaware": True, "loadaware-waterline": True,
+                      "loadaware-waterline-capped": True, "requests": False, "binpack": False}
     # A plugin Loadwise does not ship might read usage: agents run.
     custom = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "somebody-elses"}]}]},
                         validate_plugins=False)
@@ -206,7 +206,7 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
 def test_the_baseline_without_agents_places_exactly_as_with_them() -> None:
     w = generate(SyntheticConfig(nodes=6, hours=1.0, seed=4))
     opts = SimOptions(hours=1.0, start_hour=13, seed=4)
-    baseline = load_policies(["requests"])[0]
+    baseline = load_policies(["kube-default"])[0]
     bare = Simulation(w, baseline, opts)
     without = bare.run()
     assert bare.agents is None and without.reports == 0
@@ -229,14 +229,15 @@ def _small(policy: str, waterline: Path | None = None) -> Any:
 def _eager_waterline(tmp_path: Path) -> Path:
     """The shipped policies with an eviction line low enough to evict in a short run."""
     text = (CONF_DIR / "waterline.yaml").read_text()
-    text = re.sub(r'(cpu_total_utilization, value: )"\d+"', r'\1"58"', text)
+    text = re.sub(r'(cpu_total_utilization, value: )"\d+"', r'\1"45"', text)
     text = re.sub(r"avoidanceThreshold: \d+", "avoidanceThreshold: 2", text, count=1)
-    assert '"58"' in text
+    assert '"45"' in text
     path = tmp_path / "waterline.yaml"
     path.write_text(text)
     return path
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers() -> None:
     a, b = _small("loadaware-waterline"), _small("loadaware-waterline")
     assert np.array_equal(a.cpu_util, b.cpu_util) and np.array_equal(a.mem_util, b.mem_util)
@@ -249,6 +250,7 @@ def test_same_seed_same_numbers() -> None:
     assert ma == mb
 
 
+@pytest.mark.slow
 def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     eager = _eager_waterline(tmp_path)
     skipped = _small("loadaware-waterline", eager)
