@@ -369,15 +369,20 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
     from aiohttp import web
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from agent.server import make_app
+    from agent.server import make_app, make_debug_app
 
     cfg = agent.config
     await asyncio.to_thread(agent.start)
-    runner = web.AppRunner(make_app(agent), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.listen_address, cfg.port)
-    await site.start()
-    log.info("agent for node %s serving on %s:%d", agent.node_name, cfg.listen_address, cfg.port)
+    runners = [web.AppRunner(make_app(agent), access_log=None)]
+    sites = [(cfg.listen_address, cfg.port)]
+    if cfg.debug_port:
+        runners.append(web.AppRunner(make_debug_app(agent), access_log=None))
+        sites.append((cfg.debug_address, cfg.debug_port))
+    for runner, (address, port) in zip(runners, sites, strict=True):
+        await runner.setup()
+        await web.TCPSite(runner, address, port).start()
+    log.info("agent for node %s serving on %s:%d%s", agent.node_name, cfg.listen_address, cfg.port,
+             f", debug endpoints on {cfg.debug_address}:{cfg.debug_port}" if cfg.debug_port else "")
     scheduler = AsyncIOScheduler()
     common_args: dict[str, Any] = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
     scheduler.add_job(agent.collect_once, "interval", seconds=cfg.collect_interval_seconds, id="collect",
@@ -392,7 +397,8 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
         await stop.wait()
     finally:
         scheduler.shutdown(wait=False)
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         await asyncio.to_thread(agent.stop)
 
 

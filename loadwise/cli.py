@@ -12,7 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from prometheus_client import disable_created_metrics
+
 from loadwise import __version__
+from loadwise.logs import add_logging_flags, setup_logging
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -36,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)
         mod.add_arguments(p)
+        add_logging_flags(p)
         p.set_defaults(_module=module)
     return parser
 
@@ -48,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog}: error: a command is required ({', '.join(SUBCOMMANDS)}); --help describes them",
               file=sys.stderr)
         return 2
+    setup_logging(args.log_level, args.log_format)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # each counter's _created twin is noise on a dashboard and doubles the series
     mod = importlib.import_module(args._module)
     try:
         return int(mod.run(args) or 0)

@@ -40,11 +40,11 @@ log = logging.getLogger("loadwise.agent")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", metavar="NAME", help="node name (default: config nodeName, $NODE_NAME, host name)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--kubeconfig", metavar="F", help="kubeconfig file (default: in-cluster service account)")
+    mode.add_argument("--kubeconfig", metavar="F",
+                      help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then ~/.kube/config)")
     mode.add_argument("--standalone", action="store_true", help="run without a cluster on this machine's cgroups")
     parser.add_argument("--config", metavar="F", help="agent config file (YAML or JSON)")
     parser.add_argument("--port", type=port, metavar="N", help="HTTP port (overrides the config's port)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
 def resolve_node_name(flag: str | None, config: AgentConfig) -> str:
@@ -131,9 +131,6 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.log_level != "debug":
-        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every job run at INFO
     try:
         config = AgentConfig.load(args.config) if args.config else AgentConfig()
         if args.port is not None:

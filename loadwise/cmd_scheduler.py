@@ -27,11 +27,16 @@ DEFAULT_PORT = 10259
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account when omitted")
+    parser.add_argument("--kubeconfig", metavar="F",
+                        help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then "
+                             "~/.kube/config)")
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
-    parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
-    parser.add_argument("--schedule-period", type=positive_float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--config", metavar="F",
+                        help="scheduler conf file (hot reloaded); the built-in default when omitted")
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, metavar="NAME",
+                        help="schedule the pods whose spec.schedulerName is NAME (default %(default)s)")
+    parser.add_argument("--schedule-period", type=positive_float, default=1.0, metavar="SECONDS",
+                        help="seconds from the start of one scheduling session to the next (default %(default)s)")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
                         help="stop a task's search for feasible nodes once this share of the nodes was found: 100 "
                              "checks every node (default); 0 or less: Volcano's adaptive 50 - nodes/125 percent")
@@ -40,19 +45,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fewer (default %(default)s)")
     parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=DEFAULT_MINIMUM_PERCENTAGE,
                         help="the adaptive share's floor, percent (default %(default)s)")
-    parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
-    parser.add_argument("--port", type=port, default=DEFAULT_PORT)
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lease-name", default="loadwise-scheduler")
-    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
-    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    parser.add_argument("--lease-duration", type=positive_float, default=15.0)
-    parser.add_argument("--renew-deadline", type=positive_float, default=10.0)
-    parser.add_argument("--retry-period", type=positive_float, default=2.0)
+    parser.add_argument("--listen", default="0.0.0.0", metavar="ADDRESS",
+                        help="address for /metrics, /healthz, /readyz (default %(default)s)")
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
+                        help="port for /metrics, /healthz, /readyz (default %(default)s)")
+    lease = parser.add_argument_group("leader election (a coordination.k8s.io Lease, as kube-scheduler)")
+    lease.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                       help="only the holder of the Lease schedules, so replicas can run for availability "
+                            "(default on; --no-leader-elect for a single replica)")
+    lease.add_argument("--lease-name", default="loadwise-scheduler", metavar="NAME",
+                       help="the Lease's name (default %(default)s)")
+    lease.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"),
+                       metavar="NAMESPACE", help="the Lease's namespace (default: $POD_NAMESPACE, else loadwise-system)")
+    lease.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), metavar="ID",
+                       help="this replica's holder identity (default: $POD_NAME, else the host name)")
+    lease.add_argument("--lease-duration", type=positive_float, default=15.0, metavar="SECONDS",
+                       help="how long followers wait after the last renewal before taking over (default %(default)s)")
+    lease.add_argument("--renew-deadline", type=positive_float, default=10.0, metavar="SECONDS",
+                       help="how long the leader keeps trying to renew before it stops scheduling "
+                            "(default %(default)s)")
+    lease.add_argument("--retry-period", type=positive_float, default=2.0, metavar="SECONDS",
+                       help="time between attempts to acquire or renew (default %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         holder = ConfHolder(args.config)
         cluster: Cluster

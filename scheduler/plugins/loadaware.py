@@ -11,6 +11,11 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
 
+Starvation relief (``relaxAfterSeconds``, default 0 = off): a pod that has been pending at least that long (since
+its creation) is no longer filtered on usage, only scored, so it goes wherever the other plugins (resource fit
+first) accept it, still preferring the coolest of those nodes.  Load-awareness then delays a pod by at most the
+bound; without it a pod that fits only on warm nodes can wait out a whole peak (docs/configure.md).
+
 Pressure filtering (``cpuPressureThreshold``, off by default): nodes whose reported CPU pressure is above
 the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 """
@@ -55,6 +60,7 @@ ARGUMENTS: tuple[str, ...] = (
     "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
     "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
     "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "relaxAfterSeconds",
     "cpuPressureThreshold",
 )
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
@@ -187,7 +193,12 @@ class LoadAware:
         filters = RowCache(ssn.arrays)
         rows = RowCache(ssn.arrays)
 
+        relax_after = self.args.relax_after_seconds
+
         def predicate(task: TaskInfo) -> FilterResult:
+            created = task.pod.creation_time
+            if relax_after and created is not None and ssn.now - created >= relax_after:
+                return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
             if task.pod.is_daemonset:
@@ -205,9 +216,12 @@ class LoadAware:
             return FilterResult(packed == 0, lazy=reasons)
 
         def with_pressure(task: TaskInfo) -> FilterResult:
-            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set)."""
+            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set); a pod past
+            relaxAfterSeconds is relieved of both."""
             res = predicate(task)
-            assert pressure is not None
+            created = task.pod.creation_time
+            if pressure is None or (relax_after and created is not None and ssn.now - created >= relax_after):
+                return res
             return FilterResult(res.passed & pressure.passed, lazy=lambda i: res.found(i) if not res.passed[i]
                                 else [(Code.UNSCHEDULABLE, pressure.reason(i))])
 

@@ -103,6 +103,10 @@ def check_monitor(obj: dict[str, Any]) -> None:
     assert targets, f"{obj['kind']} {obj['metadata']['name']} selects nothing"
     assert {e["port"] for e in endpoints} <= ports
     assert all(e.get("path", "/metrics") == "/metrics" for e in endpoints)
+    # the agent's namespace/pod labels name the measured pod: kept, not renamed exported_*
+    assert all(e.get("honorLabels") is True for e in endpoints)
+    # kube-prometheus-stack selects monitors by its release label (docs/install.md "Prometheus")
+    assert obj["metadata"]["labels"].get("release") == "kube-prometheus-stack"
 
 
 # -- CRDs -----------------------------------------------------------------------------------------------
