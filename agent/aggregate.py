@@ -6,21 +6,9 @@ A window is *cold* when the samples in it span less than half its duration (the 
 up long enough); koordlet then leaves that window's usage maps empty rather than publishing a
 percentile of a few seconds of data.  All functions are pure: the caller passes ``now``.
 
-Windows are read from borrowed views of the ring buffers (no copies): :class:`SeriesWindows` reads one
-series for all the windows of a report, and :func:`summaries` / :func:`means` aggregate many windows at
-once, one NumPy call per group of windows of equal length.  The results are exactly those of
-``common.percentile.aggregate`` over a copy of each window: the mean is NumPy's own summation of the same
-samples divided by their count, which is what ``ndarray.mean`` computes.
-
-Signatures (stable; the simulator uses them)::
-
-    window_stats(history, series, now, duration) -> WindowStats | None
-    window_average(history, series, now, duration) -> float | None
-    aggregate(history, now, durations, *, series=(...), span_series=None) -> dict[float, dict[str, dict[str, float]]]
-        # duration -> series -> {"avg", "p50", "p90", "p95", "p99"}; a cold window maps to {}
-    SeriesWindows(history, series, now, starts)     # .window(i) .count(i) .span(i) for window [starts[i], now]
-    summaries(windows) -> [(avg, p50, p90, p95, p99) | None]; means(windows) -> [float | None]
-    row_means(values, counts) -> [float | None]     # means of windows laid end to end in one array("d")
+Windows are read from borrowed views of the ring buffers (no copies) and many windows are aggregated in one
+NumPy call per group of equal length; the results are exactly those of ``common.percentile.aggregate`` over a
+copy of each window.  The simulator calls these functions too.
 """
 
 from __future__ import annotations

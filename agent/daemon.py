@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from agent.aggregate import AGGREGATIONS, aggregate
 from agent.collect.collector import Collector, Tick
+from agent.collect.psi import nodemetric_pressure
 from agent.config import AgentConfig
 from agent.metrics import AgentMetrics, AggregateRow, PodUsageRow, UsageView
 from agent.nodemetric import (
@@ -98,6 +99,27 @@ class PodDirectory:
         return out
 
 
+class StandalonePods:
+    """Stand-in pod objects for the pod cgroups of a tick, rebuilt only for pods whose cgroups changed."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, tuple[tuple[str, tuple[str, ...]], dict[str, Any]]] = {}
+
+    def pods(self, tick: Tick) -> dict[str, Mapping[str, Any]]:
+        out: dict[str, Mapping[str, Any]] = {}
+        cache: dict[str, tuple[tuple[str, tuple[str, ...]], dict[str, Any]]] = {}
+        for uid, p in tick.pods.items():
+            ids = tuple(c.id for c in p.containers)
+            key = (p.qos.value, ids)
+            cached = self._pods.get(uid)
+            if cached is None or cached[0] != key and ids:
+                cached = (key, standalone_pod(uid, p.qos.value, list(ids)))
+            cache[uid] = cached
+            out[uid] = cached[1]
+        self._pods = cache
+        return out
+
+
 class Agent:
     """One node's agent.  ``cluster=None`` is standalone mode."""
 
@@ -126,6 +148,7 @@ class Agent:
         self.started = clock.now()
         self.store = UsageStore(config.metric_collect_policy, config.collect_interval_seconds)
         self.pods = PodDirectory()
+        self._standalone = StandalonePods()
         self.node_obj: Mapping[str, Any] | None = None
         self.reporter = reporter
         if reporter is None and cluster is not None:
@@ -184,13 +207,12 @@ class Agent:
         tick = tick or self.last_tick
         if tick is None:
             return {}
-        return {
-            uid: standalone_pod(uid, p.qos.value, [c.id for c in p.containers]) for uid, p in tick.pods.items()
-        }
+        return self._standalone.pods(tick)
 
     # -- work units ---------------------------------------------------------------------------------
     def collect_once(self) -> Tick:
-        tick = self.collector.collect()
+        """Node and pod usage; container files wait for the waterline tick that needs them."""
+        tick = self.collector.collect(containers=False)
         pods = self.current_pods(tick)
         sample = tick.usage_sample(set(pods))
         with self._lock:
@@ -213,7 +235,11 @@ class Agent:
         metas = self.pods.metas(pods) if self.cluster is not None else [PodMeta.from_pod(p) for p in pods.values()]
         with self._lock:
             self.store.set_policy(policy)
-            return build_nodemetric_status(self.store, self.clock.now(), policy, metas)
+            status = build_nodemetric_status(self.store, self.clock.now(), policy, metas)
+        tick = self.last_tick
+        if tick is not None and tick.pressure:  # a Loadwise extension: Koordinator's NodeMetric has no PSI
+            status["nodeMetric"]["extensions"] = {"pressure": nodemetric_pressure(tick.pressure)}
+        return status
 
     def nodemetric(self) -> dict[str, Any]:
         """The whole object this agent would write now (``/nodemetric``)."""
@@ -232,10 +258,11 @@ class Agent:
         return outcome
 
     def node_state(self) -> NodeState | None:
-        """The waterline engine's snapshot of the last tick (``/debug/state``)."""
+        """The waterline engine's snapshot of the last tick, containers read now (``/debug/state``)."""
         tick = self.last_tick
         if tick is None:
             return None
+        tick = self.collector.with_containers(tick)
         load = None
         if self.load_average is not None:
             try:
@@ -248,7 +275,7 @@ class Agent:
         )
 
     def waterline_once(self) -> TickReport | None:
-        if self.runtime is None:
+        if self.runtime is None or self.runtime.idle():
             return None
         state = self.node_state()
         if state is None:
@@ -304,6 +331,7 @@ class Agent:
                     cpu_cores=usage.cpu_cores,
                     memory_bytes=float(usage.memory.usage_without_page_cache) if usage.memory else None,
                     working_set_bytes=float(usage.working_set_bytes) if usage.working_set_bytes is not None else None,
+                    pressure=usage.pressure,
                 )
             )
         policy = self.policy
@@ -332,6 +360,7 @@ class Agent:
             cgroups_without_pod=sum(1 for uid in tick.pods if uid not in pods),
             history_bytes=history_bytes,
             history_series=history_series,
+            pressure=tick.pressure,
         )
 
 
@@ -340,15 +369,20 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
     from aiohttp import web
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from agent.server import make_app
+    from agent.server import make_app, make_debug_app
 
     cfg = agent.config
     await asyncio.to_thread(agent.start)
-    runner = web.AppRunner(make_app(agent), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.listen_address, cfg.port)
-    await site.start()
-    log.info("agent for node %s serving on %s:%d", agent.node_name, cfg.listen_address, cfg.port)
+    runners = [web.AppRunner(make_app(agent), access_log=None)]
+    sites = [(cfg.listen_address, cfg.port)]
+    if cfg.debug_port:
+        runners.append(web.AppRunner(make_debug_app(agent), access_log=None))
+        sites.append((cfg.debug_address, cfg.debug_port))
+    for runner, (address, port) in zip(runners, sites, strict=True):
+        await runner.setup()
+        await web.TCPSite(runner, address, port).start()
+    log.info("agent for node %s serving on %s:%d%s", agent.node_name, cfg.listen_address, cfg.port,
+             f", debug endpoints on {cfg.debug_address}:{cfg.debug_port}" if cfg.debug_port else "")
     scheduler = AsyncIOScheduler()
     common_args: dict[str, Any] = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
     scheduler.add_job(agent.collect_once, "interval", seconds=cfg.collect_interval_seconds, id="collect",
@@ -363,7 +397,8 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
         await stop.wait()
     finally:
         scheduler.shutdown(wait=False)
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         await asyncio.to_thread(agent.stop)
 
 

@@ -6,24 +6,7 @@ capacity and drops its oldest sample once it holds ``capacity`` of them; the sam
 contiguous slice, so a window is read without copying.  Nothing here reads a clock or a file; callers pass the
 sample time explicitly, which is what lets the simulator drive the same code on simulated time.
 
-Signatures (stable; the simulator uses them)::
-
-    h = History(retention_seconds=1800, interval_seconds=1.0)   # capacity from the longest window
-    h.append(series: str, t: float, value: float) -> bool       # False: sample older than the last one
-    h.extend(t, [(series, value), ...])                          # append several series at one time
-    h.window(series, start: float, end: float) -> (times, values)   # inclusive, oldest first, copies
-    h.values_view(series, start, end) -> values                  # the same values, borrowed (no copy)
-    ring.extend_values_between(start, end, out: array) -> count  # the same values, appended to ``out``
-    gather_windows(rings, start, end, out) -> [count]            # that, for many rings (None: no samples)
-    h.ring(series) -> Ring | None                                # .view(): borrowed, no copy
-    h.ring_for(series) -> Ring                                   # created if missing, for direct appends
-    h.generation                                                 # changes when rings are removed or replaced
-    h.last(series) -> (t, value) | None
-    h.span(series, start, end) -> float                         # last - first time inside the window
-    h.drop(series) / h.prune(older_than: float) -> list[str]     # forget pods that went away
-    h.set_retention(seconds)                                     # a longer window keeps existing data
-    h.nbytes                                                     # bytes held by the buffers
-
+The simulator uses :class:`History` and :class:`Ring` directly, so their public methods are a stable interface.
 Series names are free strings; ``agent.nodemetric`` defines the ones the agent uses
 (``node/cpu``, ``pod/<uid>/memory``, ...).
 """

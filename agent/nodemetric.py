@@ -3,15 +3,9 @@
 The agent (and the simulator) record one :class:`UsageSample` per tick into a :class:`UsageStore`
 and, every ``reportIntervalSeconds``, turn the store into the ``status`` of the node's NodeMetric
 with :func:`build_nodemetric_status`.  Both are pure: the tick time and the report time are
-arguments, and the pods' identity comes in as :class:`PodMeta` values (specs/koordinator.md §2–3.3).
+arguments, and the pods' identity comes in as :class:`PodMeta` values (docs/design/nodemetric.md §1–§4).
 
-Signatures (stable; the simulator uses them)::
-
-    policy = MetricCollectPolicy.from_spec(nodemetric["spec"])      # or MetricCollectPolicy()
-    store = UsageStore(policy, interval_seconds=1.0)
-    store.record(t, UsageSample(node_cpu_cores=..., node_memory_bytes=..., pods={uid: PodUsage(...)}))
-    status = build_nodemetric_status(store, now, policy, [PodMeta.from_pod(p) for p in pods])
-    obj = nodemetric_object(node_name, policy, status)               # the whole object, as /nodemetric shows
+The simulator uses the same functions, so their signatures are a stable interface.
 
 Units on the way in: CPU in cores (float), memory in bytes.  On the way out: CPU as a milli quantity
 truncated (``int(cores * 1000)``), memory as a byte quantity truncated, as koordlet serialises them.
@@ -438,7 +432,7 @@ def _aggregated(
 def build_nodemetric_status(
     store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta]
 ) -> dict[str, Any]:
-    """The NodeMetric ``status`` at ``now`` from the recorded history (specs/koordinator.md §3.3).
+    """The NodeMetric ``status`` at ``now`` from the recorded history (docs/design/nodemetric.md §4).
 
     The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
     rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.nodemetric import MetricCollectPolicy, nodemetric_object
+from common.backoff import Backoff
 from common.clock import Clock
 from common.cluster import Cluster, Conflict, NotFound
 from common.config import ConfigError
@@ -114,8 +115,7 @@ class NodeMetricReporter:
         self.default_policy = default_policy
         self.policy = default_policy
         self.policy_error = ""
-        self.retry_initial = retry_initial_seconds
-        self.retry_max = retry_max_seconds
+        self.backoff = Backoff(retry_initial_seconds, retry_max_seconds)
         self.jitter = jitter_fraction
         self._rng = rng or random.Random()
         now = clock.now()
@@ -199,7 +199,7 @@ class NodeMetricReporter:
     def _failed(self, now: float, error: str) -> ReportOutcome:
         self.failures += 1
         self.last_error = error
-        delay = min(self.retry_max, self.retry_initial * 2 ** (self.failures - 1), float(self.policy.interval_seconds))
+        delay = min(self.backoff.delay(self.failures), float(self.policy.interval_seconds))
         self.next_due = now + delay
         log.warning("NodeMetric %s report failed (attempt %d, retry in %.1fs): %s", self.node_name, self.failures, delay, error)
         return ReportOutcome(False, now, error, next_due=self.next_due)

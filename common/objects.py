@@ -79,6 +79,46 @@ def _parser(kind: str) -> Callable[[Callable[[Any, Mapping[str, Any]], _View]], 
 _NAMESPACED = frozenset({"Pod", "PodGroup"})
 
 
+def _maps(raw: Any, field_name: str) -> list[Mapping[str, Any]]:
+    """A list of objects (conditions, taints, owner references ...); absent is empty, anything else names the
+    field and the item."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValueError(f"{field_name}: expected a list, got {raw!r:.60}")
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{field_name}[{i}]: expected an object, got {item!r:.60}")
+    return raw
+
+
+def _map(raw: Any, field_name: str) -> Mapping[str, Any]:
+    """An object field; absent is empty."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{field_name}: expected an object, got {raw!r:.60}")
+    return raw
+
+
+def _boolean(raw: Any, default: bool, field_name: str) -> bool:
+    """A boolean field: a string such as ``"yes"`` is refused, not read as true."""
+    if raw is None:
+        return default
+    if not isinstance(raw, bool):
+        raise ValueError(f"{field_name}: expected true or false, got {raw!r:.60}")
+    return raw
+
+
+def _ready(conditions: Any, field_name: str) -> bool | None:
+    """The Ready condition's status (``None`` without one)."""
+    ready = None
+    for cond in _maps(conditions, field_name):
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+    return ready
+
+
 def _strings(raw: Any, field_name: str) -> dict[str, str]:
     """A map of strings (labels, annotations)."""
     check_strings(raw, field_name)
@@ -181,10 +221,8 @@ class NodeView:
         allocatable = Resources.parse(status.get("allocatable"), field=f"{where}: status.allocatable")
         if not allocatable and capacity:
             allocatable = capacity
-        ready = True
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "Ready":
-                ready = cond.get("status") == "True"
+        ready = _ready(status.get("conditions"), f"{where}: status.conditions")
+        taints = _maps(spec.get("taints"), f"{where}: spec.taints")
         return cls(
             name=name,
             uid=str(meta.get("uid", "")),
@@ -192,9 +230,9 @@ class NodeView:
             annotations=_strings(meta.get("annotations"), f"{where}: metadata.annotations"),
             allocatable=allocatable,
             capacity=capacity or allocatable,
-            taints=tuple(Taint.parse(t) for t in spec.get("taints") or []),
-            unschedulable=bool(spec.get("unschedulable", False)),
-            ready=ready,
+            taints=tuple(Taint.parse(t) for t in taints),
+            unschedulable=_boolean(spec.get("unschedulable"), False, f"{where}: spec.unschedulable"),
+            ready=ready is not False,
             raw=obj,
         )
 
@@ -261,14 +299,11 @@ class PodView:
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         owner_kind = ""
-        for ref in meta.get("ownerReferences") or []:
+        for ref in _maps(meta.get("ownerReferences"), f"{where}: metadata.ownerReferences"):
             if ref.get("controller", True):
                 owner_kind = str(ref.get("kind", ""))
                 break
-        ready = False
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "Ready":
-                ready = cond.get("status") == "True"
+        ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
         prio = spec.get("priority")
         return cls(
             namespace=ns,
@@ -332,7 +367,7 @@ def _pod_metric(namespace: str, name: str, usage: Resources, priority: str, qos:
 
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
-    """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (specs/koordinator.md §2)."""
+    """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (docs/design/nodemetric.md §1)."""
 
     name: str
     update_time: float | None
@@ -349,57 +384,77 @@ class NodeMetricView:
     @classmethod
     @_parser("NodeMetric")
     def parse(cls, obj: Mapping[str, Any]) -> NodeMetricView:
-        meta = _meta(obj)
-        name = str(meta.get("name", ""))
-        spec = obj.get("spec") or {}
-        policy = spec.get("metricCollectPolicy") or {}
+        """In named steps: the node's usage, its aggregated usages, the pods' usages and the collect policy."""
+        name = str(_meta(obj).get("name", ""))
+        where = f"NodeMetric {name}"
         status = obj.get("status") or {}
-        nm = status.get("nodeMetric") or {}
-        raw_usage = (nm.get("nodeUsage") or {}).get("resources")
-        node_usage = Resources.parse_texts(raw_usage)
-        if node_usage is None:
-            node_usage = Resources.parse(raw_usage, field=f"NodeMetric {name}: nodeUsage")
-        aggregated: dict[float, dict[str, Resources]] = {}
-        for i, entry in enumerate(nm.get("aggregatedNodeUsages") or []):
-            where = f"NodeMetric {name}: aggregatedNodeUsages[{i}]"
-            d = _duration(entry.get("duration", "0"), f"{where}.duration")
-            per: dict[str, Resources] = {}
-            for agg, rmap in (entry.get("usage") or {}).items():
-                res = Resources.parse((rmap or {}).get("resources"), field=f"{where}.{agg}")
-                if res:
-                    per[str(agg)] = res
-            aggregated[d] = per
-        pods = []
-        parse_texts = Resources.parse_texts
-        for i, pm in enumerate(status.get("podsMetric") or []):
-            raw_usage = (pm.get("podUsage") or {}).get("resources")
-            usage = parse_texts(raw_usage)
-            if usage is None:
-                usage = Resources.parse(raw_usage, field=f"NodeMetric {name}: podsMetric[{i}]")
-            ns, pod, priority, qos = pm.get("namespace", ""), pm.get("name", ""), pm.get("priority", ""), pm.get("qos", "")
-            if not (type(ns) is str and type(pod) is str and type(priority) is str and type(qos) is str):
-                ns, pod, priority, qos = str(ns), str(pod), str(priority or ""), str(qos or "")
-            pods.append(_pod_metric(ns, pod, usage, priority, qos))
-        raw_durations = (policy.get("nodeAggregatePolicy") or {}).get("durations")
-        durations = (
-            _durations(raw_durations, f"NodeMetric {name}: spec.metricCollectPolicy.nodeAggregatePolicy.durations")
-            if raw_durations
-            else _DEFAULT_DURATION_SECONDS
-        )
+        nm = _map(status.get("nodeMetric"), f"{where}: status.nodeMetric")
+        policy = _map((obj.get("spec") or {}).get("metricCollectPolicy"), f"{where}: spec.metricCollectPolicy")
         return cls(
             name,
-            _time(status.get("updateTime"), f"NodeMetric {name}: status.updateTime"),
-            node_usage,
-            aggregated,
-            tuple(pods),
+            _time(status.get("updateTime"), f"{where}: status.updateTime"),
+            _node_usage(nm, where),
+            _aggregated_usages(nm, where),
+            _pods_metric(status.get("podsMetric"), where),
             _integer(policy.get("aggregateDurationSeconds") or None, 300,
-                     f"NodeMetric {name}: spec.metricCollectPolicy.aggregateDurationSeconds"),
+                     f"{where}: spec.metricCollectPolicy.aggregateDurationSeconds"),
             _integer(policy.get("reportIntervalSeconds") or None, 60,
-                     f"NodeMetric {name}: spec.metricCollectPolicy.reportIntervalSeconds"),
-            durations,
+                     f"{where}: spec.metricCollectPolicy.reportIntervalSeconds"),
+            _aggregate_durations(policy, where),
             str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
             obj,
         )
+
+
+def _node_usage(nm: Mapping[str, Any], where: str) -> Resources:
+    """``status.nodeMetric.nodeUsage.resources``."""
+    raw_usage = _map(nm.get("nodeUsage"), f"{where}: status.nodeMetric.nodeUsage").get("resources")
+    usage = Resources.parse_texts(raw_usage)
+    return usage if usage is not None else Resources.parse(raw_usage, field=f"{where}: nodeUsage")
+
+
+def _aggregated_usages(nm: Mapping[str, Any], where: str) -> dict[float, dict[str, Resources]]:
+    """``status.nodeMetric.aggregatedNodeUsages``: duration seconds -> aggregation type -> usage (empty types
+    left out)."""
+    aggregated: dict[float, dict[str, Resources]] = {}
+    at = f"{where}: status.nodeMetric.aggregatedNodeUsages"
+    for i, entry in enumerate(_maps(nm.get("aggregatedNodeUsages"), at)):
+        d = _duration(entry.get("duration", "0"), f"{at}[{i}].duration")
+        per: dict[str, Resources] = {}
+        for agg, rmap in _map(entry.get("usage"), f"{at}[{i}].usage").items():
+            raw = _map(rmap, f"{at}[{i}].usage.{agg}").get("resources")
+            res = Resources.parse(raw, field=f"{where}: aggregatedNodeUsages[{i}].{agg}")
+            if res:
+                per[str(agg)] = res
+        aggregated[d] = per
+    return aggregated
+
+
+def _pods_metric(raw: Any, where: str) -> tuple[PodMetricView, ...]:
+    """``status.podsMetric``: each pod's usage, on the fast path when every field is the usual string."""
+    pods = []
+    parse_texts = Resources.parse_texts
+    for i, pm in enumerate(_maps(raw, f"{where}: status.podsMetric")):
+        raw_usage = _map(pm.get("podUsage"), f"{where}: status.podsMetric[{i}].podUsage").get("resources")
+        usage = parse_texts(raw_usage)
+        if usage is None:
+            usage = Resources.parse(raw_usage, field=f"{where}: podsMetric[{i}]")
+        ns, pod, priority, qos = pm.get("namespace", ""), pm.get("name", ""), pm.get("priority", ""), pm.get("qos", "")
+        if not (type(ns) is str and type(pod) is str and type(priority) is str and type(qos) is str):
+            ns, pod, priority, qos = str(ns), str(pod), str(priority or ""), str(qos or "")
+        pods.append(_pod_metric(ns, pod, usage, priority, qos))
+    return tuple(pods)
+
+
+def _aggregate_durations(policy: Mapping[str, Any], where: str) -> tuple[float, ...]:
+    """``spec.metricCollectPolicy.nodeAggregatePolicy.durations`` (Koordinator's three when absent)."""
+    at = f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy"
+    raw = _map(policy.get("nodeAggregatePolicy"), at).get("durations")
+    if not raw:
+        return _DEFAULT_DURATION_SECONDS
+    if not isinstance(raw, list):
+        raise ValueError(f"{at}.durations: expected a list, got {raw!r:.60}")
+    return _durations(raw, f"{at}.durations")
 
 
 @dataclass(frozen=True, slots=True)
@@ -439,7 +494,7 @@ class PodGroupView:
             uid=str(meta.get("uid", "")),
             min_member=min_member,
             min_task_member={str(k): _integer(v, 0, f"{where}: spec.minTaskMember.{k}", minimum=0)
-                             for k, v in (spec.get("minTaskMember") or {}).items()},
+                             for k, v in _map(spec.get("minTaskMember"), f"{where}: spec.minTaskMember").items()},
             min_resources=Resources.parse(spec.get("minResources"), field=f"{where}: spec.minResources"),
             queue=str(spec.get("queue", "default") or "default"),
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
@@ -479,7 +534,8 @@ class QueueView:
             weight=weight,
             capability=Resources.parse(spec.get("capability"), field=f"{where}: spec.capability"),
             deserved=Resources.parse(spec.get("deserved"), field=f"{where}: spec.deserved"),
-            guarantee=Resources.parse((spec.get("guarantee") or {}).get("resource"), field=f"{where}: spec.guarantee.resource"),
+            guarantee=Resources.parse(_map(spec.get("guarantee"), f"{where}: spec.guarantee").get("resource"),
+                                      field=f"{where}: spec.guarantee.resource"),
             reclaimable=bool(spec.get("reclaimable", True) if spec.get("reclaimable") is not None else True),
             priority=_integer(spec.get("priority") or None, 0, f"{where}: spec.priority"),
             parent=str(spec.get("parent", "") or ""),

@@ -1,4 +1,4 @@
-"""Window aggregation exactly as koordlet's metric cache does it (specs/koordinator.md §3.2).
+"""Window aggregation exactly as koordlet's metric cache does it (docs/design/nodemetric.md §3).
 
 ``pXX``: sort ascending and take index ``max(0, int(float32(n) * float32(p)) - 1)`` — a lower
 nearest-rank percentile with no interpolation.  ``avg`` is the plain mean of every raw sample in

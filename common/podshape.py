@@ -118,9 +118,9 @@ def check_pod(pod: Mapping[str, Any]) -> None:
         meta = s.map(meta, "metadata")
         s.labels(meta.get("labels"), "metadata.labels")
         s.labels(meta.get("annotations"), "metadata.annotations")
-    if pod.get("spec") is None:
-        return
-    spec = s.map(pod["spec"], "spec")
+    spec = s.map(pod.get("spec"), "spec")
+    if not spec.get("containers"):
+        raise ValueError("spec.containers: required: a pod has at least one container")
     s.containers(spec.get("containers"), "spec.containers")
     s.containers(spec.get("initContainers"), "spec.initContainers")
     for key in ("overhead", "resources"):

@@ -1,6 +1,6 @@
 """Pod effective requests and limits, exactly as kube-scheduler computes them.
 
-See specs/kube-scoring.md §2: app containers (and sidecars) summed, init containers as phase
+See docs/design/kube-scoring.md §2: app containers (and sidecars) summed, init containers as phase
 footprints (own request plus the sidecars started before them), the per-resource max of the two,
 then pod overhead added.  Pod-level ``spec.resources`` replaces cpu/memory/hugepages when set.
 Non-zero defaults (100m / 200Mi) fill a *missing* cpu/memory key per container, for scoring only.
@@ -35,6 +35,9 @@ def _container_resources(c: Mapping[str, Any], key: str, where: str, non_zero: b
         merged.update(raw)
         raw = merged
     r = Resources.parse(raw, field=f"{where}.resources.{key}")
+    for name, value in r.items():
+        if value < 0:  # the API server's "must be greater than or equal to 0"
+            raise ValueError(f"{where}.resources.{key}.{name}: must not be negative, got {raw.get(name)!r}")
     if non_zero:
         extra: dict[str, int] = {}
         if CPU not in raw:

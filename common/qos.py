@@ -2,7 +2,7 @@
 
 Kubernetes QoS (Guaranteed / Burstable / BestEffort) is derived as the kubelet does; priority
 bands follow Koordinator (prod 9000–9999, mid 7000–7999, batch 5000–5999, free 3000–3999) and the
-pod's class is derived as specs/koordinator.md §1.3 says.
+pod's class is derived as docs/design/loadaware.md §3 says.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class QoSClass(enum.StrEnum):
     BEST_EFFORT = "BestEffort"
 
 
-# BestEffort < Burstable < Guaranteed; unknown ranks lowest (crane §5.1).
+# BestEffort < Burstable < Guaranteed; unknown ranks lowest (docs/design/waterline.md §5).
 QOS_RANK = {"": -1, "BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
 
 

@@ -1,10 +1,13 @@
-"""The ``qos.loadwise.io/v1alpha1`` WaterlinePolicy as a typed, validated value (specs/crane.md §0).
+"""The ``qos.loadwise.io/v1alpha1`` WaterlinePolicy as a typed, validated value (docs/design/waterline.md §1).
 
 One object merges crane's NodeQOS (node selector and rules), the AvoidanceAction each rule names (inlined
 as ``action``) and the PodQOS objects that choose candidate pods.  It is parsed once from the Kubernetes
-dict; every rejection is a :class:`ConfigError` whose ``field`` is the path inside the object, for example
-``spec.objectiveEnsurances[0].avoidanceThreshold``, so the agent can report it in an Event and a status
-condition and keep running the last valid version.
+dict.  Validation has one source of truth, the CRD's schema (:mod:`common.crdschema`): a policy file read
+by the agent or ``loadwise qos-plan`` is refused exactly where the API server would refuse the object; this
+module adds only what a schema cannot say (duplicate names, an action defined twice differently, a podQOS
+allowing an action no rule defines, priority ranges).  Every rejection is a :class:`ConfigError` whose
+``field`` is the path inside the object, for example ``spec.objectiveEnsurances[0].avoidanceThreshold``, so
+the agent can report it in an Event and a status condition and keep running the last valid version.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from common import crdschema
 from common.config import ConfigError
 from common.quantity import parse_quantity
 from common.selectors import LabelSelector, SelectorError
@@ -32,9 +36,11 @@ __all__ = [
     "ScopeRequirement",
     "PodQOS",
     "WaterlinePolicy",
+    "PRESSURE_METRICS",
 ]
 
-# Every metric name specs/crane.md §2.1 lists; the webhook's narrower list is an upstream accident.
+# Every metric name docs/design/waterline.md §2.1 lists; the webhook's narrower list is an upstream accident.
+# The six *_pressure_* names are a Loadwise extension (PRESSURE_METRICS below).
 KNOWN_METRICS = frozenset(
     {
         "cpu_total_usage",
@@ -66,13 +72,17 @@ KNOWN_METRICS = frozenset(
         "ext_res_container_cpu_total_usage",
         "ext_res_container_mem_total_usage",
         "ext_cpu_total_distribute",
+        *(f"{r}_pressure_{k}" for r in ("cpu", "memory", "io") for k in ("some", "full")),
     }
 )
+# Pressure stall metrics (a Loadwise extension): percent of the last 10 s in which some (or all non-idle)
+# tasks waited for the resource, the kernel's avg10 from /proc/pressure/<resource>.
+PRESSURE_METRICS: dict[str, tuple[str, str]] = {
+    f"{r}_pressure_{k}": (r, k) for r in ("cpu", "memory", "io") for k in ("some", "full")
+}
 
 DRY_RUN_ANNOTATION = "qos.loadwise.io/dry-run"
-STRATEGIES = ("None", "Preview")
-SCOPE_NAMES = ("QOSClass", "Priority", "Namespace")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+CRD_FILE = "qos.loadwise.io_waterlinepolicies.yaml"
 _PRIORITY_VALUE = re.compile(r"^\s*(-?\d+)\s*(?:-\s*(-?\d+)\s*)?$")
 
 
@@ -116,7 +126,7 @@ class Action:
 @dataclass(frozen=True, slots=True)
 class MetricRule:
     name: str
-    value: Fraction  # exact decimal (SPEC B13), in the metric's own unit
+    value: Fraction  # exact decimal (docs/design/differences.md §3 B13), in the metric's own unit
     selector: LabelSelector = LabelSelector()
 
 
@@ -184,6 +194,8 @@ class WaterlinePolicy:
     dry_run: bool = False
     uid: str = ""
     generation: int = 0
+    # accepted, but worth telling the author (an allowed action no rule defines)
+    warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def rule_key(self, rule: Rule) -> str:
@@ -194,25 +206,16 @@ class WaterlinePolicy:
 
     @classmethod
     def parse(cls, obj: Mapping[str, Any], *, source: str = "") -> WaterlinePolicy:
-        """Validate every field (crane §0 table); the first problem raises with its path."""
+        """Validate every field (docs/design/waterline.md §1 table); the first problem raises with its path."""
         try:
             return _parse(obj)
         except ConfigError as exc:
             if source and not exc.source:
-                raise ConfigError(_bare(exc), field=exc.field, source=source) from None
+                raise ConfigError(exc.message, field=exc.field, source=source) from None
             raise
 
 
 # -- parsing ----------------------------------------------------------------------------------------------
-
-
-def _bare(exc: ConfigError) -> str:
-    text = str(exc)
-    if exc.source:
-        text = text.removeprefix(f"{exc.source}: ")
-    if exc.field:
-        text = text.removeprefix(f"{exc.field}: ")
-    return text
 
 
 def _parse(obj: Mapping[str, Any]) -> WaterlinePolicy:
@@ -221,6 +224,7 @@ def _parse(obj: Mapping[str, Any]) -> WaterlinePolicy:
     kind = obj.get("kind")
     if kind not in (None, "WaterlinePolicy"):
         raise ConfigError(f"expected WaterlinePolicy, got {kind!r}", field="kind")
+    crdschema.validate(obj, CRD_FILE)
     meta = _map(obj.get("metadata"), "metadata", required=True)
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -229,168 +233,127 @@ def _parse(obj: Mapping[str, Any]) -> WaterlinePolicy:
     dry_raw = annotations.get(DRY_RUN_ANNOTATION)
     if dry_raw is not None and str(dry_raw).lower() not in ("true", "false"):
         raise ConfigError("must be \"true\" or \"false\"", field=f"metadata.annotations[{DRY_RUN_ANNOTATION}]")
-    spec = _map(obj.get("spec"), "spec", required=True)
-
-    node_selector = _selector(spec.get("nodeSelector"), "spec.nodeSelector")
-    excess = _percent(spec.get("executeExcess", "10%"), "spec.executeExcess")
-
-    rules_raw = spec.get("objectiveEnsurances")
-    if not isinstance(rules_raw, list) or not rules_raw:
-        raise ConfigError("must be a non-empty list", field="spec.objectiveEnsurances")
-    rules: list[Rule] = []
-    seen_rules: set[str] = set()
-    actions: dict[str, tuple[Action, str]] = {}
-    for i, raw in enumerate(rules_raw):
-        where = f"spec.objectiveEnsurances[{i}]"
-        rule = _rule(raw, where)
-        if rule.name in seen_rules:
-            raise ConfigError(f"duplicate rule name {rule.name!r}", field=f"{where}.name")
-        seen_rules.add(rule.name)
-        prev = actions.get(rule.action.name)
-        if prev is not None and prev[0] != rule.action:
-            raise ConfigError(
-                f"action {rule.action.name!r} is also defined by {prev[1]} with a different body",
-                field=f"{where}.action",
-            )
-        actions.setdefault(rule.action.name, (rule.action, where))
-        rules.append(rule)
-
-    pod_qos_raw = spec.get("podQOS")
-    if pod_qos_raw is None:
-        pod_qos_raw = []
-    if not isinstance(pod_qos_raw, list):
-        raise ConfigError("expected a list", field="spec.podQOS")
-    pod_qos = tuple(_pod_qos(p, f"spec.podQOS[{i}]", i) for i, p in enumerate(pod_qos_raw))
-
+    spec = obj["spec"]
+    rules = _rules(spec["objectiveEnsurances"])
+    pod_qos = tuple(_pod_qos(p, f"spec.podQOS[{i}]", i) for i, p in enumerate(spec.get("podQOS") or ()))
+    warnings = _unknown_actions(spec, rules)
     generation = meta.get("generation", 0)
     return WaterlinePolicy(
         name=name,
-        node_selector=node_selector,
-        execute_excess=excess,
-        rules=tuple(rules),
+        node_selector=_selector(spec.get("nodeSelector"), "spec.nodeSelector"),
+        execute_excess=Fraction(Decimal(str(spec.get("executeExcess", "10%")).removesuffix("%"))) / 100,
+        rules=rules,
         pod_qos=pod_qos,
         dry_run=str(dry_raw).lower() == "true" if dry_raw is not None else False,
         uid=str(meta.get("uid", "")),
         generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else 0,
+        warnings=warnings,
         raw=obj,
     )
 
 
-def _rule(raw: Any, where: str) -> Rule:
-    doc = _map(raw, where, required=True)
-    name = _label_name(doc.get("name"), f"{where}.name")
-    mr = _map(doc.get("metricRule"), f"{where}.metricRule", required=True)
-    metric_name = mr.get("name")
-    if not isinstance(metric_name, str) or not metric_name:
-        raise ConfigError("required", field=f"{where}.metricRule.name")
-    if metric_name not in KNOWN_METRICS:
-        raise ConfigError(f"unknown metric {metric_name!r}; known: {', '.join(sorted(KNOWN_METRICS))}",
-                          field=f"{where}.metricRule.name")
-    if "value" not in mr or mr.get("value") is None or isinstance(mr.get("value"), bool):
-        raise ConfigError("required", field=f"{where}.metricRule.value")
+def _rules(raw: list[Any]) -> tuple[Rule, ...]:
+    """The rules, refusing a repeated rule name and one action name given two different bodies."""
+    rules: list[Rule] = []
+    actions: dict[str, tuple[Action, str]] = {}
+    for i, doc in enumerate(raw):
+        where = f"spec.objectiveEnsurances[{i}]"
+        rule = _rule(doc, where)
+        if any(r.name == rule.name for r in rules):
+            raise ConfigError(f"duplicate rule name {rule.name!r}", field=f"{where}.name")
+        prev = actions.setdefault(rule.action.name, (rule.action, where))
+        if prev[0] != rule.action:
+            raise ConfigError(f"action {rule.action.name!r} is also defined by {prev[1]} with a different body",
+                              field=f"{where}.action")
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _rule(doc: Mapping[str, Any], where: str) -> Rule:
+    mr = doc["metricRule"]
     try:
-        value = parse_quantity(mr["value"], field=f"{where}.metricRule.value")
-    except ValueError as exc:
-        raise ConfigError(str(exc).split(": ", 1)[-1], field=f"{where}.metricRule.value") from None
+        value = parse_quantity(mr["value"])
+    except ValueError as exc:  # the schema's pattern admits what parse_quantity may still find out of range
+        raise ConfigError(str(exc), field=f"{where}.metricRule.value") from None
     if value <= 0:
         raise ConfigError("must be greater than 0", field=f"{where}.metricRule.value")
-    selector = _selector(mr.get("selector"), f"{where}.metricRule.selector")
-    strategy = doc.get("strategy", "None")
-    if strategy is None:
-        strategy = "None"
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"{strategy!r} is not one of None, Preview", field=f"{where}.strategy")
     return Rule(
-        name=name,
-        metric=MetricRule(metric_name, value, selector),
-        action=_action(doc.get("action"), f"{where}.action"),
-        avoidance_threshold=_positive(doc, "avoidanceThreshold", where, default=1),
-        restore_threshold=_positive(doc, "restoreThreshold", where, default=1),
-        strategy=str(strategy),
+        name=doc["name"],
+        metric=MetricRule(mr["name"], value, _selector(mr.get("selector"), f"{where}.metricRule.selector")),
+        action=_action(doc["action"]),
+        avoidance_threshold=doc.get("avoidanceThreshold") or 1,
+        restore_threshold=doc.get("restoreThreshold") or 1,
+        strategy=doc.get("strategy") or "None",
     )
 
 
-def _action(raw: Any, where: str) -> Action:
-    doc = _map(raw, where, required=True)
-    name = _label_name(doc.get("name"), f"{where}.name")
-    description = doc.get("description", "")
-    if description is None:
-        description = ""
-    if not isinstance(description, str):
-        raise ConfigError("expected a string", field=f"{where}.description")
-    if len(description) > 1024:
-        raise ConfigError("must be at most 1024 characters", field=f"{where}.description")
+def _action(doc: Mapping[str, Any]) -> Action:
     throttle = None
     if "throttle" in doc:
-        t = _map(doc.get("throttle"), f"{where}.throttle")
-        cpu = _map(t.get("cpuThrottle"), f"{where}.throttle.cpuThrottle")
-        mem = _map(t.get("memoryThrottle"), f"{where}.throttle.memoryThrottle")
-        force_gc = mem.get("forceGC", False)
-        if not isinstance(force_gc, bool):
-            raise ConfigError("expected true or false", field=f"{where}.throttle.memoryThrottle.forceGC")
+        t = doc.get("throttle") or {}
+        cpu = t.get("cpuThrottle") or {}
         throttle = Throttle(
-            cpu=CpuThrottle(
-                min_cpu_ratio=_ratio(cpu.get("minCPURatio"), f"{where}.throttle.cpuThrottle.minCPURatio"),
-                step_cpu_ratio=_ratio(cpu.get("stepCPURatio"), f"{where}.throttle.cpuThrottle.stepCPURatio"),
-            ),
-            force_gc=force_gc,
+            cpu=CpuThrottle(min_cpu_ratio=cpu.get("minCPURatio") or 0, step_cpu_ratio=cpu.get("stepCPURatio") or 0),
+            force_gc=bool((t.get("memoryThrottle") or {}).get("forceGC", False)),
         )
     eviction = None
     if "eviction" in doc:
-        e = _map(doc.get("eviction"), f"{where}.eviction")
-        grace = e.get("terminationGracePeriodSeconds")
-        if grace is not None:
-            grace = _int(grace, f"{where}.eviction.terminationGracePeriodSeconds")
-            if grace < 0:
-                raise ConfigError("must be >= 0", field=f"{where}.eviction.terminationGracePeriodSeconds")
-        eviction = Eviction(grace)
+        eviction = Eviction((doc.get("eviction") or {}).get("terminationGracePeriodSeconds"))
     return Action(
-        name=name,
-        cool_down_seconds=_positive(doc, "coolDownSeconds", where, default=300),
-        description=description,
+        name=doc["name"],
+        cool_down_seconds=doc.get("coolDownSeconds") or 300,
+        description=doc.get("description") or "",
         throttle=throttle,
         eviction=eviction,
     )
 
 
-def _pod_qos(raw: Any, where: str, index: int) -> PodQOS:
-    doc = _map(raw, where, required=True)
-    name = doc.get("name", f"podQOS-{index}")
-    if not isinstance(name, str):
-        raise ConfigError("expected a string", field=f"{where}.name")
+def _pod_qos(doc: Mapping[str, Any], where: str, index: int) -> PodQOS:
     label_selector = None
     if doc.get("labelSelector") is not None:
         label_selector = _selector(doc.get("labelSelector"), f"{where}.labelSelector")
     scope = None
     if doc.get("scopeSelector") is not None:
-        ss = _map(doc.get("scopeSelector"), f"{where}.scopeSelector")
-        exprs = ss.get("matchExpressions") or []
-        if not isinstance(exprs, list):
-            raise ConfigError("expected a list", field=f"{where}.scopeSelector.matchExpressions")
-        reqs: list[ScopeRequirement] = []
-        for j, e in enumerate(exprs):
-            ew = f"{where}.scopeSelector.matchExpressions[{j}]"
-            ed = _map(e, ew, required=True)
-            scope_name = ed.get("scopeName")
-            if not isinstance(scope_name, str) or not scope_name:
-                raise ConfigError("required", field=f"{ew}.scopeName")
-            op = ed.get("operator")
-            if op not in ("In", "NotIn"):
-                raise ConfigError(f"{op!r} is not one of In, NotIn", field=f"{ew}.operator")
-            values = ed.get("values")
-            if not isinstance(values, list) or not values:
-                raise ConfigError(f"must be non-empty for operator {op}", field=f"{ew}.values")
-            str_values = tuple(str(v) for v in values)
-            if scope_name == "Priority":
-                for k, v in enumerate(str_values):
-                    if not _PRIORITY_VALUE.match(v):
-                        raise ConfigError(f"{v!r} is neither N nor an inclusive range A-B", field=f"{ew}.values[{k}]")
-            reqs.append(ScopeRequirement(scope_name, str(op), str_values))
-        scope = tuple(reqs)
-    allowed = doc.get("allowedActions") or []
-    if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
-        raise ConfigError("expected a list of action names", field=f"{where}.allowedActions")
-    return PodQOS(name=name, label_selector=label_selector, scope=scope, allowed_actions=tuple(allowed))
+        exprs = (doc.get("scopeSelector") or {}).get("matchExpressions") or []
+        scope = tuple(_scope(e, f"{where}.scopeSelector.matchExpressions[{j}]") for j, e in enumerate(exprs))
+    allowed = tuple(doc.get("allowedActions") or ())
+    return PodQOS(name=doc.get("name") or f"podQOS-{index}", label_selector=label_selector, scope=scope,
+                  allowed_actions=allowed)
+
+
+def _unknown_actions(spec: Mapping[str, Any], rules: tuple[Rule, ...]) -> tuple[str, ...]:
+    """Check ``allowedActions`` against the actions the rules define.  A throttle or eviction action no podQOS
+    allows while a podQOS names an undefined action is a misspelling that would taint the node and act on nothing
+    (``allowedActions: [throtle]``): refused, naming the rule.  An undefined name alone, or an action no podQOS
+    allows alone, is reported (the returned warnings), not refused: both are valid objects for the API server."""
+    defined = {r.action.name for r in rules}
+    known = ", ".join(sorted(defined))
+    allowed: set[str] = set()
+    warnings: list[str] = []
+    for i, doc in enumerate(spec.get("podQOS") or ()):
+        for k, action in enumerate(doc.get("allowedActions") or ()):
+            allowed.add(action)
+            if action not in defined:
+                warnings.append(f"spec.podQOS[{i}].allowedActions[{k}]: {action!r} is not an action of this policy "
+                                f"(its actions: {known})")
+    for i, rule in enumerate(rules):
+        if rule.action.name in allowed or rule.action.kinds == ("disableScheduling",):
+            continue
+        what = f"action {rule.action.name!r} ({', '.join(rule.action.kinds)}) is allowed by no podQOS"
+        if warnings:  # a misspelt name, most likely
+            raise ConfigError(f"{what}, so it would act on no pod; {warnings[0]}",
+                              field=f"spec.objectiveEnsurances[{i}].action.name")
+        warnings.append(f"spec.objectiveEnsurances[{i}].action.name: {what}: it acts on no pod")
+    return tuple(warnings)
+
+
+def _scope(doc: Mapping[str, Any], where: str) -> ScopeRequirement:
+    values = tuple(doc["values"])
+    if doc["scopeName"] == "Priority":
+        for k, v in enumerate(values):
+            if not _PRIORITY_VALUE.match(v):
+                raise ConfigError(f"{v!r} is neither N nor an inclusive range A-B", field=f"{where}.values[{k}]")
+    return ScopeRequirement(doc["scopeName"], doc["operator"], values)
 
 
 # -- field helpers ----------------------------------------------------------------------------------------
@@ -413,57 +376,6 @@ def _selector(raw: Any, where: str) -> LabelSelector:
         text = str(exc)
         path, _, message = text.partition(": ")
         raise ConfigError(message or text, field=path if path.startswith(where) else where) from None
-
-
-def _label_name(raw: Any, where: str) -> str:
-    if raw is None or raw == "":
-        raise ConfigError("required", field=where)
-    if not isinstance(raw, str):
-        raise ConfigError("expected a string", field=where)
-    if len(raw) > 63 or not _DNS1123_LABEL.match(raw):
-        raise ConfigError(f"{raw!r} is not a DNS-1123 label (lower-case alphanumerics and '-', at most 63)",
-                          field=where)
-    return raw
-
-
-def _int(raw: Any, where: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise ConfigError("expected an integer", field=where)
-    return raw
-
-
-def _positive(doc: Mapping[str, Any], key: str, where: str, *, default: int) -> int:
-    """Absent means the default; an explicit 0 or a negative number is rejected (crane's webhook)."""
-    if key not in doc or doc[key] is None:
-        return default
-    value = _int(doc[key], f"{where}.{key}")
-    if value <= 0:
-        raise ConfigError("must be >= 1 (an explicit 0 is rejected)", field=f"{where}.{key}")
-    return value
-
-
-def _ratio(raw: Any, where: str) -> int:
-    if raw is None:
-        return 0
-    value = _int(raw, where)
-    if not 0 <= value <= 100:
-        raise ConfigError("must be between 0 and 100", field=where)
-    return value
-
-
-def _percent(raw: Any, where: str) -> Fraction:
-    """``"10%"`` -> 1/10.  A bare number is read as a percent too, the way the agent flag reads."""
-    if isinstance(raw, bool):
-        raise ConfigError("expected a percent such as \"10%\"", field=where)
-    text = str(raw).strip()
-    number = text[:-1].strip() if text.endswith("%") else text
-    try:
-        pct = Fraction(Decimal(number))
-    except (InvalidOperation, ValueError, OverflowError):
-        raise ConfigError(f"{raw!r} is not a percent such as \"10%\"", field=where) from None
-    if not 0 <= pct <= 100:
-        raise ConfigError("must be between 0% and 100%", field=where)
-    return pct / 100
 
 
 def _priority_in(value: str, priority: int) -> bool:

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
+from prometheus_client import disable_created_metrics
+
 from loadwise import __version__
+from loadwise.logs import add_logging_flags, setup_logging
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -38,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)
         mod.add_arguments(p)
+        add_logging_flags(p)
         p.set_defaults(_module=module)
     return parser
 
@@ -46,13 +51,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
-        parser.print_help()
-        return 0
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: a command is required ({', '.join(SUBCOMMANDS)}); --help describes them",
+              file=sys.stderr)
+        return 2
+    setup_logging(args.log_level, args.log_format)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # each counter's _created twin is noise on a dashboard and doubles the series
     mod = importlib.import_module(args._module)
     try:
         return int(mod.run(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (``| head``): stop quietly, and keep Python from complaining again at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """``loadwise scheduler [--kubeconfig F] [--config F]``: the scheduler daemon with Lease leader election,
-conf hot reload, and /metrics, /healthz, /readyz on one HTTP port."""
+conf hot reload, and /metrics, /healthz, /readyz on one HTTP port (:mod:`scheduler.server`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,6 @@ import signal
 import socket
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common.clock import SystemClock
 from common.cluster import Cluster
@@ -24,17 +20,23 @@ from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
 from scheduler.leader import LeaderElector, LeaseConfig
+from scheduler.server import BackgroundServer, make_app
 
 log = logging.getLogger("loadwise.scheduler")
 DEFAULT_PORT = 10259
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account when omitted")
+    parser.add_argument("--kubeconfig", metavar="F",
+                        help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then "
+                             "~/.kube/config)")
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
-    parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
-    parser.add_argument("--schedule-period", type=positive_float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--config", metavar="F",
+                        help="scheduler conf file (hot reloaded); the built-in default when omitted")
+    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, metavar="NAME",
+                        help="schedule the pods whose spec.schedulerName is NAME (default %(default)s)")
+    parser.add_argument("--schedule-period", type=positive_float, default=1.0, metavar="SECONDS",
+                        help="seconds from the start of one scheduling session to the next (default %(default)s)")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
                         help="stop a task's search for feasible nodes once this share of the nodes was found: 100 "
                              "checks every node (default); 0 or less: Volcano's adaptive 50 - nodes/125 percent")
@@ -43,45 +45,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fewer (default %(default)s)")
     parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=DEFAULT_MINIMUM_PERCENTAGE,
                         help="the adaptive share's floor, percent (default %(default)s)")
-    parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
-    parser.add_argument("--port", type=port, default=DEFAULT_PORT)
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lease-name", default="loadwise-scheduler")
-    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
-    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    parser.add_argument("--lease-duration", type=positive_float, default=15.0)
-    parser.add_argument("--renew-deadline", type=positive_float, default=10.0)
-    parser.add_argument("--retry-period", type=positive_float, default=2.0)
-
-
-def _server(sched: Scheduler, listen: str, port: int, ready: threading.Event) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-            if self.path.startswith("/metrics"):
-                body, ctype, code = generate_latest(sched.metrics.registry), CONTENT_TYPE_LATEST, 200
-            elif self.path.startswith("/healthz"):
-                body, ctype, code = b"ok", "text/plain", 200
-            elif self.path.startswith("/readyz"):
-                ok = ready.is_set() and sched.cache.has_synced()
-                body, ctype, code = (b"ok" if ok else b"not synced"), "text/plain", 200 if ok else 503
-            else:
-                body, ctype, code = b"not found", "text/plain", 404
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer((listen, port), Handler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    return server
+    parser.add_argument("--listen", default="0.0.0.0", metavar="ADDRESS",
+                        help="address for /metrics, /healthz, /readyz (default %(default)s)")
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
+                        help="port for /metrics, /healthz, /readyz (default %(default)s)")
+    lease = parser.add_argument_group("leader election (a coordination.k8s.io Lease, as kube-scheduler)")
+    lease.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
+                       help="only the holder of the Lease schedules, so replicas can run for availability "
+                            "(default on; --no-leader-elect for a single replica)")
+    lease.add_argument("--lease-name", default="loadwise-scheduler", metavar="NAME",
+                       help="the Lease's name (default %(default)s)")
+    lease.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"),
+                       metavar="NAMESPACE", help="the Lease's namespace (default: $POD_NAMESPACE, else loadwise-system)")
+    lease.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), metavar="ID",
+                       help="this replica's holder identity (default: $POD_NAME, else the host name)")
+    lease.add_argument("--lease-duration", type=positive_float, default=15.0, metavar="SECONDS",
+                       help="how long followers wait after the last renewal before taking over (default %(default)s)")
+    lease.add_argument("--renew-deadline", type=positive_float, default=10.0, metavar="SECONDS",
+                       help="how long the leader keeps trying to renew before it stops scheduling "
+                            "(default %(default)s)")
+    lease.add_argument("--retry-period", type=positive_float, default=2.0, metavar="SECONDS",
+                       help="time between attempts to acquire or renew (default %(default)s)")
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         holder = ConfHolder(args.config)
         cluster: Cluster
@@ -107,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
     ready = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    server = BackgroundServer(make_app(sched, ready), args.listen, args.port)
     try:
-        server = _server(sched, args.listen, args.port, ready)
+        server.start()
     except OSError as exc:
         print(f"loadwise scheduler: cannot listen on {args.listen}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -129,5 +117,5 @@ def run(args: argparse.Namespace) -> int:
         for t in threads:
             t.join(timeout=5)
         sched.stop()
-        server.shutdown()
+        server.stop()
     return 0

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from common.clock import FakeClock
+from common.clock import FakeClock, to_rfc3339
 from common.objects import NodeView, PodView
 from common.qos import PriorityClass
 from common.reservation import RESERVATIONS_ANNOTATION, Reservation, format_reservations
@@ -65,14 +65,16 @@ class Probe:
         return replace(self, reservations=reservations, gone=self.gone | {r.pod}, received=self.received | {node})
 
 
-def pending_copy(pod: PodView, scheduler_name: str) -> PodView:
-    """The pod as its replacement would look to the scheduler: unbound, pending, on our scheduler."""
+def pending_copy(pod: PodView, scheduler_name: str, now: float) -> PodView:
+    """The pod as its replacement would look to the scheduler at ``now``: just created, unbound, pending, on our
+    scheduler (just created: a scheduler that relaxes its filters for pods pending long must not relax them here)."""
     raw: dict[str, Any] = copy.deepcopy(dict(pod.raw))
     spec = raw.setdefault("spec", {})
     spec["schedulerName"] = scheduler_name
     spec.pop("nodeName", None)
     meta = raw.setdefault("metadata", {})
     meta.pop("deletionTimestamp", None)
+    meta["creationTimestamp"] = to_rfc3339(now)
     raw["status"] = {"phase": "Pending"}
     return PodView.parse(raw)
 
@@ -113,7 +115,7 @@ def prove(probe: Probe, pod: PodView, usage: Resources, source: str, now: float)
     closed = _closed(probe, source, usage, prod)
     if len(closed) >= len(probe.snapshot.nodes):
         return Proof(None, "no node other than the source stays below its high thresholds with the pod")
-    pending = pending_copy(pod, probe.scheduler_name)
+    pending = pending_copy(pod, probe.scheduler_name, now)
     gone = probe.gone | {pod.key}
     pods = [p for p in probe.snapshot.pods if p.node_name and p.key not in gone]
     snap = probe.snapshot

@@ -1,5 +1,5 @@
 """Binding and eviction against the cluster: pods/binding with retries and backoff, the Eviction API for victims,
-and the events kube-scheduler and Volcano emit for both (issue 5 §6, specs/volcano.md §5.3).
+and the events kube-scheduler and Volcano emit for both (docs/design/scheduler.md §5.3).
 
 A pod is never bound twice: a Conflict from the API (already bound) is final, and a successful bind is *assumed*
 in the cache until the watch confirms it, so the next session already accounts for it.
@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
 from common.objects import PodView
 from scheduler.cache import SchedulerCache
@@ -70,7 +71,7 @@ class Binder:
         self.cache = cache
         self.events = events
         self.retries = retries
-        self.backoff = backoff_seconds
+        self.backoff = Backoff(backoff_seconds, backoff_seconds * 2 ** max(retries - 1, 0))
         self.sleep = sleep
         self.stats = BindStats()
 
@@ -92,7 +93,7 @@ class Binder:
                 reason = str(exc)
                 ambiguous = True
                 if attempt < self.retries:
-                    self.sleep(self.backoff * (2 ** attempt))
+                    self.sleep(self.backoff.delay(attempt + 1))
                 continue
             return self._bound(pod, node)
         if ambiguous and self._stored(pod, node):

@@ -1,6 +1,6 @@
 """The scheduler's cache: parsed views of every object it needs, fed by watches, plus *assumed* pods — bound by us
 but not yet seen bound — so that no node is over-committed whatever order the watch events arrive in
-(issue 5 §2).  ``snapshot()`` is a consistent copy for one session."""
+.  ``snapshot()`` is a consistent copy for one session."""
 
 from __future__ import annotations
 
@@ -95,6 +95,8 @@ class SchedulerCache:
         self._assumed: dict[str, _Assumed] = {}
         self._informers: list[Informer] = []
         self.parse_errors: dict[str, str] = {}
+        # counts every change of what a snapshot would hold (watch events, assumed pods coming and going)
+        self.generation = 0
 
     # ---- feeding --------------------------------------------------------------------------------------------------
 
@@ -122,6 +124,7 @@ class SchedulerCache:
                 return
             key = _key(event.object)
             with self._lock:
+                self.generation += 1
                 if event.type == "DELETED":
                     self._objects[kind].pop(key, None)
                     if kind == "Pod":
@@ -158,10 +161,18 @@ class SchedulerCache:
                 # nothing is left to assume, and an entry now would outlive the confirmation it waits for
                 return
             self._assumed[pod_key] = _Assumed(node, self.clock.monotonic() + self.assume_ttl, seen.uid)
+            self.generation += 1
 
     def forget(self, pod_key: str) -> None:
         with self._lock:
-            self._assumed.pop(pod_key, None)
+            if self._assumed.pop(pod_key, None) is not None:
+                self.generation += 1
+
+    def unchanged_since(self, generation: int) -> bool:
+        """Whether a snapshot taken now would hold what one taken at ``generation`` held: no watch event and no
+        assumed pod came or went since, and no assumed binding can expire with time."""
+        with self._lock:
+            return self.generation == generation and all(a.deadline == math.inf for a in self._assumed.values())
 
     def assumed(self) -> dict[str, str]:
         with self._lock:

@@ -1,4 +1,4 @@
-"""The scheduler: cache → session → actions → binder → write-back, once per period (specs/volcano.md §2.1).
+"""The scheduler: cache → session → actions → binder → write-back, once per period (docs/design/scheduler.md §2.1).
 
 ``Scheduler.run_once()`` is what the daemon loops over, what the simulator calls on its simulated clock, and what
 the wire tests drive against the kube emulator.
@@ -9,13 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from common.clock import Clock
 from common.cluster import Cluster
+from common.objects import NodeMetricView
 from scheduler.batch.writeback import podgroup_phase_after
 from scheduler.conf import ConfHolder, SchedulerConf
 from scheduler.framework.api import TaskStatus
@@ -44,6 +45,22 @@ class SessionResult:
     podgroup_phases: dict[str, str] = field(default_factory=dict)
     duration_seconds: float = 0.0
     writeback: WriteBackStats | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Quiet:
+    """A session that found nothing to do: no pod left pending or bound, nothing evicted, every PodGroup Running or
+    Completed.  While the cache holds what that session's snapshot held (``generation``) and the conf is the same
+    object, another session would find nothing to do either, so none is opened; the freshness gauges still follow
+    the clock from the nodes and NodeMetrics it saw."""
+
+    generation: int
+    conf: SchedulerConf
+    node_names: Sequence[str]
+    node_metrics: Mapping[str, NodeMetricView]
+
+
+_SETTLED_PHASES = frozenset({"Running", "Completed"})
 
 
 class SchedulerMetrics:
@@ -102,6 +119,7 @@ class Scheduler:
         # derived values sessions reuse for objects the cache did not replace (see scheduler.framework.memo)
         self.memo = SessionMemo()
         self._started = False
+        self._quiet: _Quiet | None = None
 
     @property
     def conf(self) -> SchedulerConf:
@@ -123,28 +141,55 @@ class Scheduler:
                      renew: bool = False) -> Session:
         """A session over the cache's snapshot (or ``snapshot``).  ``renew``: it may take over the task/job/node
         objects of the previous session; the caller must then ``self.memo.release`` it once nothing reads it."""
-        if self.holder is not None:
-            rejected = self.holder.rejected
-            self.holder.maybe_reload()
-            if self.holder.rejected > rejected:  # once per rejected file, not once per session while it stays
-                self.metrics.conf_reload_errors.inc(self.holder.rejected - rejected)
+        self._reload_conf()
         snap = snapshot if snapshot is not None else self.cache.snapshot()
         self.sessions += 1
         return Session(snap, self.conf, clock=self.clock, sink=self.binder, scheduler_name=self.scheduler_name,
                        seed=self.seed + self.sessions, explain=explain, uid=f"session-{self.sessions}",
                        memo=self.memo, renew=renew, node_sampling=self.node_sampling)
 
+    def _reload_conf(self) -> None:
+        if self.holder is not None:
+            rejected = self.holder.rejected
+            self.holder.maybe_reload()
+            if self.holder.rejected > rejected:  # once per rejected file, not once per session while it stays
+                self.metrics.conf_reload_errors.inc(self.holder.rejected - rejected)
+
     def run_once(self) -> SessionResult:
+        """One session, or none when nothing changed since one that found nothing to do (:class:`_Quiet`)."""
         self.start()
         t0 = time.perf_counter()
         self.binder.reset()
+        self._reload_conf()
+        quiet = self._quiet
+        if quiet is not None and quiet.conf is self.conf and self.cache.unchanged_since(quiet.generation):
+            return self._skip(quiet, t0)
+        self._quiet = None
+        generation = self.cache.generation   # read before the snapshot: a change in between only costs a session
         ssn = self.open_session(renew=True)
         try:
-            return self._run(ssn, t0)
+            result = self._run(ssn, t0)
+            if self._settled(result):
+                self._quiet = _Quiet(generation, ssn.conf, ssn.node_names, ssn.snapshot.node_metrics)
+            return result
         finally:
             # the result holds no task/job object: the next session may renew them
             self.memo.release(ssn)
             ssn.release()
+
+    def _skip(self, quiet: _Quiet, t0: float) -> SessionResult:
+        """The session not opened: it counts (its seed is used up, as an opened one's would be) and is timed."""
+        self.sessions += 1
+        self.metrics.freshness.update(quiet.node_names, quiet.node_metrics, self.clock.now(),
+                                      self._expiration(quiet.conf))
+        result = SessionResult(duration_seconds=time.perf_counter() - t0)
+        self.metrics.session_seconds.observe(result.duration_seconds)
+        return result
+
+    @staticmethod
+    def _settled(result: SessionResult) -> bool:
+        return not (result.placements or result.evictions or result.bind_failures) and all(
+            phase in _SETTLED_PHASES for phase in result.podgroup_phases.values())
 
     def _run(self, ssn: Session, t0: float) -> SessionResult:
         self._update_freshness(ssn)
@@ -183,14 +228,17 @@ class Scheduler:
         self.metrics.session_seconds.observe(result.duration_seconds)
         return result
 
-    def _update_freshness(self, ssn: Session) -> None:
-        opt = ssn.conf.plugin("loadaware")
-        expiration = 180
+    @staticmethod
+    def _expiration(conf: SchedulerConf) -> int:
+        opt = conf.plugin("loadaware")
         if opt is not None:
             raw = opt.arguments.get("nodeMetricExpirationSeconds")
             if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
-                expiration = raw
-        self.metrics.freshness.update(ssn.node_names, ssn.snapshot.node_metrics, ssn.now, expiration)
+                return raw
+        return 180
+
+    def _update_freshness(self, ssn: Session) -> None:
+        self.metrics.freshness.update(ssn.node_names, ssn.snapshot.node_metrics, ssn.now, self._expiration(ssn.conf))
 
     def run_forever(self, stop: threading.Event, *, period: float = 1.0,
                     is_leader: Callable[[], bool] = lambda: True) -> None:

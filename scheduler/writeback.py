@@ -1,4 +1,4 @@
-"""What a session writes back when it closes (specs/volcano.md §5.3, kube's PodScheduled reporting):
+"""What a session writes back when it closes (docs/design/scheduler.md §5.3, kube's PodScheduled reporting):
 pod ``PodScheduled`` conditions and ``FailedScheduling`` events, ``nominatedNodeName`` after preemption, PodGroup
 status (phase, counts, conditions) and Queue status (allocated, PodGroup counts) — each written only when it
 changed."""
@@ -46,7 +46,7 @@ def pending_message(ssn: Session, job: JobInfo, task: TaskInfo) -> tuple[str, st
 
 
 def podgroup_status(ssn: Session, job: JobInfo) -> dict[str, Any]:
-    """The PodGroup's status after this session (§5.1 getPodGroupPhase, conditions written by gang)."""
+    """The PodGroup's status after this session (docs/design/scheduler.md §5.1, conditions written by gang)."""
     assert job.podgroup is not None
     return batch_wb.podgroup_status(job, job.podgroup.raw.get("status") or {}, session_uid=ssn.uid,
                                     now=to_rfc3339(ssn.now), gang="gang" in ssn.plugins)

@@ -21,7 +21,8 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from sim.measures import DEFINITIONS, Measures, comparison, table  # noqa: E402
 from sim.record import RunRecord  # noqa: E402
 
-__all__ = ["render_html", "plot_heatmaps", "plot_hotspots", "plot_bars", "plot_cluster"]
+__all__ = ["render_html", "plot_heatmaps", "plot_hotspots", "plot_bars", "plot_cluster", "waits_html", "waiting_html",
+           "plot_hours", "clock_axis"]
 
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 
@@ -38,12 +39,12 @@ def _start_hour(rec: RunRecord) -> float:
     return (rec.start_time % 86400.0) / 3600.0
 
 
-def _hours(rec: RunRecord) -> np.ndarray:
+def plot_hours(rec: RunRecord) -> np.ndarray:
     """Each tick's simulated time of day in hours (past 24 for a run that goes through midnight)."""
     return _start_hour(rec) + np.arange(rec.ticks) * rec.tick_seconds / 3600.0
 
 
-def _clock_axis(ax: Any) -> None:
+def clock_axis(ax: Any) -> None:
     """Label the x axis with the simulated time of day (``14:00``), wrapping at midnight."""
     def fmt(x: float, _pos: int) -> str:
         minutes = int(round(x * 60.0)) % (24 * 60)
@@ -68,7 +69,7 @@ def plot_heatmaps(records: Sequence[RunRecord]) -> str:
         )
         ax.set_ylabel("node")
         ax.set_title(f"{rec.policy}: node CPU usage, % of allocatable", fontsize=10, loc="left")
-    _clock_axis(axes[-1, 0])
+    clock_axis(axes[-1, 0])
     if image is not None:
         fig.colorbar(image, ax=axes[:, 0].tolist(), shrink=0.9, label="% (hotspot above 65)")
     return _png(fig)
@@ -79,8 +80,8 @@ def plot_hotspots(records: Sequence[RunRecord]) -> str:
     fig, ax = plt.subplots(figsize=(11, 3.4))
     for i, rec in enumerate(records):
         hot = ((rec.cpu_util > rec.hotspot_cpu_percent / 100) | (rec.mem_util > rec.hotspot_memory_percent / 100)).sum(axis=0)
-        ax.plot(_hours(rec), hot, label=rec.policy, color=_COLORS[i % len(_COLORS)], linewidth=1.2)
-    _clock_axis(ax)
+        ax.plot(plot_hours(rec), hot, label=rec.policy, color=_COLORS[i % len(_COLORS)], linewidth=1.2)
+    clock_axis(ax)
     ax.set_ylabel("hot nodes")
     ax.set_title("Hotspots over time (CPU > 65% or memory > 95% of allocatable)", fontsize=10, loc="left")
     ax.legend(fontsize=8)
@@ -94,13 +95,13 @@ def plot_cluster(records: Sequence[RunRecord]) -> str:
     for i, rec in enumerate(records):
         color = _COLORS[i % len(_COLORS)]
         util = (rec.cpu_util * rec.cpu_allocatable[:, None]).sum(axis=0) / rec.cpu_allocatable.sum()
-        ax1.plot(_hours(rec), 100 * util, label=rec.policy, color=color, linewidth=1.2)
-        ax2.plot(_hours(rec), rec.pending, label=rec.policy, color=color, linewidth=1.2)
+        ax1.plot(plot_hours(rec), 100 * util, label=rec.policy, color=color, linewidth=1.2)
+        ax2.plot(plot_hours(rec), rec.pending, label=rec.policy, color=color, linewidth=1.2)
     ax1.set_ylabel("cluster CPU %")
     ax1.set_ylim(bottom=0)
     ax2.set_ylabel("pending pods")
     ax2.set_ylim(0, max(1, max((int(r.pending.max()) if r.pending.size else 0) for r in records)) * 1.1)
-    _clock_axis(ax2)
+    clock_axis(ax2)
     ax1.legend(fontsize=8)
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
@@ -139,7 +140,7 @@ def _table_html(rows: Sequence[Sequence[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _waits_html(records: Sequence[RunRecord]) -> str:
+def waits_html(records: Sequence[RunRecord]) -> str:
     """Who waited to be bound: per policy and class of pod (service, batch job of one, gang member, best-effort),
     the bindings, the share that waited beyond their arrival tick, the mean and the longest wait."""
     rows = [["policy", "pods", "bindings", "waited", "mean wait, s", "longest wait, s"]]
@@ -160,7 +161,7 @@ def _waits_html(records: Sequence[RunRecord]) -> str:
     return "<h2>Who waited to be bound</h2>" + _table_html(rows)
 
 
-def _waiting_html(records: Sequence[RunRecord]) -> str:
+def waiting_html(records: Sequence[RunRecord]) -> str:
     """Why the pods still waiting at the end were not placed: the scheduler's last message, grouped by reason."""
     rows = [["policy", "pods waiting at the end", "reason (scheduler's last fit message)", "pods"]]
     for rec in records:
@@ -183,9 +184,13 @@ def render_html(
     workload_notes: Sequence[str],
     settings: Mapping[str, Any],
     sources: Sequence[str] = (),
+    seeds_rows: Sequence[Sequence[str]] | None = None,
 ) -> str:
+    """The report of one seed's runs; ``seeds_rows`` (a :func:`sim.measures.seed_table`) adds the measures over
+    several seeds above it."""
     comp = comparison(results)
-    comp_rows = [["policy", "hotspot reduction vs requests", "scheduled vs requests", "evictions per pod"]]
+    base = next(iter(comp.values()))["baseline"] if comp else (results[0].policy if results else "")
+    comp_rows = [["policy", f"hotspot reduction vs {base}", f"scheduled vs {base}", "evictions per pod"]]
     for name, c in comp.items():
         red = c["hotspot_reduction_percent"]
         comp_rows.append([name, "n/a" if red is None else f"{red:.1f}%", f"{c['scheduled_difference']:+d}",
@@ -194,7 +199,7 @@ def render_html(
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in workload_notes)
     cites = "".join(f"<li>{html.escape(s)}</li>" for s in sources)
     settings_rows = [["setting", "value"], *[[k, str(v)] for k, v in settings.items()]]
-    waiting = _waits_html(records) + _waiting_html(records)
+    waiting = waits_html(records) + waiting_html(records)
     imgs = [
         ("Per-policy comparison", plot_bars(results)),
         ("Hotspots over time", plot_hotspots(records)),
@@ -216,8 +221,10 @@ img {{ max-width: 100%; }}
 dt {{ font-weight: 600; margin-top: 0.4em; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
-<h2>Against the request-based baseline</h2>
-{_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(no <code>requests</code> baseline in this comparison)</p>"}
+<h2>Against the baseline, {html.escape(base)}</h2>
+{_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(a single policy: nothing to compare)</p>"}
+{f"<h2>Over the seeds</h2>{_table_html(seeds_rows)}<p>The rest of the report is the first seed's.</p>"
+  if seeds_rows else ""}
 <h2>Measures</h2>
 {_table_html(table(results))}
 {waiting}

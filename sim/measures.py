@@ -1,27 +1,6 @@
 """The measures a comparison reports, computed from a :class:`sim.record.RunRecord` alone.
 
-Definitions (they are printed in the report too, from :data:`DEFINITIONS`):
-
-* **hotspot node-minutes** — for every tick, the number of nodes whose CPU usage is above 65% of their
-  allocatable CPU (memory: above 95% of allocatable memory), times the tick length in minutes, summed over the
-  run.  "Either" counts a node once when both are hot.  Usage is the node's true usage (pods + system), not
-  what its NodeMetric last reported.
-* **p99 utilisation** — the 99th percentile of all node × tick CPU (memory) utilisation samples.
-* **spread** — the standard deviation of utilisation across nodes at each tick, averaged over the ticks
-  (percentage points): how unevenly the load is spread.
-* **mean cluster utilisation** — total usage / total allocatable, averaged over the ticks.
-* **pods** — submitted: workload pods that arrived; scheduled: of those, pods bound at least once; pending:
-  pods still waiting at the end; unschedulable: of those, pods the last session found no feasible node for
-  (it gave a fit failure message); wait: creation to binding, 0 for a pod the session of the tick it arrived in
-  bound (its mean, p95, p99 and longest; and the share of bindings that waited at all, since a few pods held
-  back for hours can pull the mean above the p95).
-* **evictions** — accepted evictions by the waterline engine and by the scheduler (preempt/reclaim); the rate
-  is evictions per submitted pod.  Evicted pods are re-created (and counted once more when bound).
-* **throttle-minutes** — pod-minutes spent under a CPU quota the waterline engine lowered below the pod's own
-  limit (or set on a pod without a limit).
-* **scheduling latency** — wall-clock time of one session of the real scheduler, and that time divided by the
-  pods it placed; also the session's CPU time, which is what to compare when runs share cores (the default
-  runs all policies at once, so on 2 cores wall-clock includes waiting for the CPU).
+The definitions are in docs/design/simulator.md §1; the report prints the short ones of :data:`DEFINITIONS`.
 """
 
 from __future__ import annotations
@@ -32,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.record import RunRecord
+from sim.model import PodKind
+from sim.record import KIND_CODES, RunRecord
 
-__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison"]
+__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison", "across_seeds",
+           "seed_table"]
 
 DEFINITIONS: dict[str, str] = {
     "hotspot node-minutes": "Σ over ticks of (nodes with CPU usage > 65% of allocatable, or memory > 95%) × tick minutes",
@@ -50,6 +31,12 @@ DEFINITIONS: dict[str, str] = {
     "rebalancer": "pods the rebalancer moved (evicted once it proved a destination); lost work = run time of the moved "
     "batch pods, which restart from the beginning (pod-hours); moved twice = workload pods moved again within an hour",
     "throttle-minutes": "pod-minutes under a waterline CPU quota below the pod's own limit",
+    "cpu demand served": "CPU pods got / CPU they wanted (their usage profile capped by their own limit), over pods "
+    "and ticks; per class too",
+    "service latency inflation": "per service replica-tick, min(20, 1/(1-rho) x demand/served), rho = the node's CPU "
+    "utilisation of capacity (M/M/1 queueing plus denied demand); mean and p99 over replica-ticks",
+    "batch stretch": "finished batch pods: run time / planned run time (a pod runs at served/demand of full speed); "
+    "p50 and p95",
     "session latency": "wall-clock time of one scheduling session; per pod = session time / pods placed; "
     "CPU time excludes waiting for a core when runs share them",
 }
@@ -71,7 +58,7 @@ class Measures:
     pods_submitted: int
     pods_scheduled: int
     bindings: int
-    pods_pending: int
+    pods_pending_end: int
     pods_unschedulable: int
     wait_mean_seconds: float
     wait_p95_seconds: float
@@ -83,6 +70,15 @@ class Measures:
     evictions_rebalancer: int
     eviction_rate_percent: float
     throttle_minutes: float
+    cpu_demand_served_percent: float
+    service_cpu_served_percent: float
+    batch_cpu_served_percent: float
+    best_effort_cpu_served_percent: float
+    service_latency_inflation_mean: float
+    service_latency_inflation_p99: float
+    batch_stretch_p50: float
+    batch_stretch_p95: float
+    best_effort_stretch_p95: float
     sessions: int
     session_mean_ms: float
     session_p99_ms: float
@@ -133,7 +129,7 @@ def measure(rec: RunRecord) -> Measures:
         pods_submitted=rec.submitted,
         pods_scheduled=rec.ran,
         bindings=rec.bindings,
-        pods_pending=rec.pending_end,
+        pods_pending_end=rec.pending_end,
         pods_unschedulable=rec.unschedulable_end,
         wait_mean_seconds=round(float(waits.mean()), 1) if waits.size else 0.0,
         wait_p95_seconds=round(float(np.percentile(waits, 95)), 1) if waits.size else 0.0,
@@ -145,6 +141,7 @@ def measure(rec: RunRecord) -> Measures:
         evictions_rebalancer=rec.rebalancer_evictions,
         eviction_rate_percent=round(100.0 * evictions / rec.submitted, 3) if rec.submitted else 0.0,
         throttle_minutes=round(float(rec.throttled.sum()) * minutes, 1),
+        **_contention(rec),
         sessions=int(sessions.size),
         session_mean_ms=round(1000.0 * float(sessions.mean()), 2) if sessions.size else 0.0,
         session_p99_ms=round(1000.0 * float(np.percentile(sessions, 99)), 2) if sessions.size else 0.0,
@@ -156,6 +153,33 @@ def measure(rec: RunRecord) -> Measures:
         rebalance_moved_twice_within_hour=int(rec.rebalance.get("moved_twice_within_hour", 0)),
         rebalance_unproven=int(rec.rebalance.get("unproven", 0)),
     )
+
+
+def _served(demand: float, served: float) -> float:
+    return round(100.0 * served / demand, 3) if demand > 0 else 100.0
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(values, q)), 3) if values.size else 1.0
+
+
+def _contention(rec: RunRecord) -> dict[str, float]:
+    """The contention measures (CPU served, latency inflation, stretch) of ``rec``."""
+    demand, served = rec.cpu_demand_seconds, rec.cpu_served_seconds
+    code = {kind.value: c for kind, c in KIND_CODES.items()}
+    inflation = rec.inflation
+    empty = np.zeros(0)
+    batch = rec.stretch.get(PodKind.BATCH.value, empty)
+    return {
+        "cpu_demand_served_percent": _served(float(demand.sum()), float(served.sum())),
+        **{f"{kind.replace('-', '_')}_cpu_served_percent": _served(float(demand[c]), float(served[c]))
+           for kind, c in code.items()},
+        "service_latency_inflation_mean": round(float(inflation.mean()), 3) if inflation.size else 1.0,
+        "service_latency_inflation_p99": _quantile(inflation, 99),
+        "batch_stretch_p50": _quantile(batch, 50),
+        "batch_stretch_p95": _quantile(batch, 95),
+        "best_effort_stretch_p95": _quantile(rec.stretch.get(PodKind.BEST_EFFORT.value, empty), 95),
+    }
 
 
 def reduction(base: float, other: float) -> float | None:
@@ -178,7 +202,7 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("mean cluster memory utilisation %", "mean_memory_percent", "{:.1f}"),
     ("pods submitted", "pods_submitted", "{:,d}"),
     ("pods scheduled", "pods_scheduled", "{:,d}"),
-    ("pods pending at end", "pods_pending", "{:,d}"),
+    ("pods pending at end", "pods_pending_end", "{:,d}"),
     ("  of which unschedulable", "pods_unschedulable", "{:,d}"),
     ("mean wait to bind, s", "wait_mean_seconds", "{:.0f}"),
     ("p95 wait to bind, s", "wait_p95_seconds", "{:.0f}"),
@@ -192,6 +216,15 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("  pods moved twice within an hour", "rebalance_moved_twice_within_hour", "{:,d}"),
     ("evictions per submitted pod %", "eviction_rate_percent", "{:.2f}"),
     ("throttle-minutes (pod-minutes)", "throttle_minutes", "{:,.0f}"),
+    ("CPU demand served %", "cpu_demand_served_percent", "{:.2f}"),
+    ("  services", "service_cpu_served_percent", "{:.2f}"),
+    ("  batch", "batch_cpu_served_percent", "{:.2f}"),
+    ("  best-effort", "best_effort_cpu_served_percent", "{:.2f}"),
+    ("service latency inflation, mean", "service_latency_inflation_mean", "{:.3f}"),
+    ("service latency inflation, p99", "service_latency_inflation_p99", "{:.3f}"),
+    ("batch stretch p50", "batch_stretch_p50", "{:.3f}"),
+    ("batch stretch p95", "batch_stretch_p95", "{:.3f}"),
+    ("best-effort stretch p95", "best_effort_stretch_p95", "{:.3f}"),
     ("scheduling sessions", "sessions", "{:,d}"),
     ("session latency mean, ms", "session_mean_ms", "{:.1f}"),
     ("session latency p99, ms", "session_p99_ms", "{:.1f}"),
@@ -210,19 +243,59 @@ def table(results: Sequence[Measures]) -> list[list[str]]:
     return rows
 
 
-def comparison(results: Sequence[Measures], baseline: str = "requests") -> Mapping[str, Any]:
-    """Each policy against the baseline: hotspot reduction, scheduled-pod difference, eviction rate."""
-    base = next((m for m in results if m.policy == baseline), None)
+def comparison(results: Sequence[Measures], baseline: str = "kube-default") -> Mapping[str, Any]:
+    """Each policy against the baseline (``baseline`` if compared, else the first policy): hotspot reduction,
+    scheduled-pod difference, eviction rate."""
+    base = next((m for m in results if m.policy == baseline), results[0] if results else None)
     if base is None:
         return {}
     out: dict[str, Any] = {}
     for m in results:
-        if m.policy == baseline:
+        if m is base:
             continue
         out[m.policy] = {
+            "baseline": base.policy,
             "hotspot_reduction_percent": reduction(base.hotspot_node_minutes, m.hotspot_node_minutes),
             "cpu_hotspot_reduction_percent": reduction(base.hotspot_cpu_node_minutes, m.hotspot_cpu_node_minutes),
             "scheduled_difference": m.pods_scheduled - base.pods_scheduled,
             "eviction_rate_percent": m.eviction_rate_percent,
         }
     return out
+
+
+def _spread(values: Mapping[int, float]) -> dict[str, Any]:
+    xs = list(values.values())
+    return {"mean": round(float(np.mean(xs)), 3), "min": min(xs), "max": max(xs), "by_seed": dict(values)}
+
+
+def across_seeds(per_seed: Mapping[int, Sequence[Measures]]) -> dict[str, Any]:
+    """Per policy and measure, the mean, min and max over the seeds (and each seed's value); per compared policy,
+    the same for its hotspot reduction against the baseline.  Policies in the order of the first seed."""
+    first = next(iter(per_seed.values()))
+    numbers = [k for k, v in first[0].to_json().items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    policies: dict[str, Any] = {}
+    for i, m in enumerate(first):
+        runs = {seed: results[i].to_json() for seed, results in per_seed.items()}
+        policies[m.policy] = {k: _spread({s: r[k] for s, r in runs.items()}) for k in numbers}
+    comparisons = {seed: comparison(results) for seed, results in per_seed.items()}
+    compared: dict[str, Any] = {}
+    for name in next(iter(comparisons.values())):
+        cuts = {s: c[name]["hotspot_reduction_percent"] for s, c in comparisons.items()}
+        known = {s: v for s, v in cuts.items() if v is not None}
+        compared[name] = {"baseline": next(iter(comparisons.values()))[name]["baseline"],
+                          "hotspot_reduction_percent": _spread(known) if known else None}
+    return {"seeds": list(per_seed), "policies": policies, "comparison": compared}
+
+
+def seed_table(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Rows of cells like :func:`table`, each cell ``mean [min - max]`` over the seeds."""
+    policies = summary["policies"]
+    rows = [["measure (mean [min - max] over seeds " + ",".join(map(str, summary["seeds"])) + ")", *policies]]
+    for label, attr, fmt in ROWS:
+        cells = []
+        for stats in policies.values():
+            s = stats[attr]
+            mean = fmt.replace(",d", ",.1f").replace(":d", ":.1f").format(s["mean"])
+            cells.append(f"{mean} [{fmt.format(s['min'])} - {fmt.format(s['max'])}]")
+        rows.append([label, *cells])
+    return rows

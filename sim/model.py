@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -137,6 +137,28 @@ class Workload:
     shapes: npt.NDArray[np.float64] = field(default_factory=lambda: np.ones((0, 1)))
     shape_step: float = 30.0
     notes: tuple[str, ...] = ()
+
+    def window(self, start: float, end: float) -> Workload:
+        """The workload seen from ``start`` to ``end`` (seconds), re-timed so ``start`` is 0: a warm start.
+
+        A pod running at ``start`` (arrived before it, not finished) arrives at 0 with the rest of its planned run,
+        as if the cluster had been running all along; pods arriving in the window arrive ``start`` seconds earlier;
+        pods finished before ``start`` or arriving from ``end`` on are left out, and so are gangs left empty.
+        """
+        pods = []
+        for p in self.pods:
+            if p.arrival >= end or (p.duration is not None and p.arrival + p.duration <= start):
+                continue
+            if p.arrival >= start:
+                pods.append(replace(p, arrival=p.arrival - start))
+            else:
+                left = None if p.duration is None else p.arrival + p.duration - start
+                pods.append(replace(p, arrival=0.0, duration=left))
+        pods.sort(key=lambda p: p.arrival)  # stable: the original order among equal arrivals
+        groups = {p.group for p in pods if p.group}
+        name = f"{self.name} from {start / 3600:g} h" if start > 0 else self.name
+        return replace(self, name=name, pods=tuple(pods),
+                       groups=tuple(g for g in self.groups if g.name in groups))
 
     def __post_init__(self) -> None:
         names = [n.name for n in self.nodes]

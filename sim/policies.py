@@ -3,19 +3,24 @@
 A policy is a scheduler conf (Volcano format, ``scheduler.conf.load_conf``) plus, optionally, a file of
 WaterlinePolicy objects that every simulated node agent runs.  Built in (files in ``confs/``):
 
-* ``requests`` — ``requests.yaml``: request-based LeastAllocated, as kube-scheduler;
-* ``loadaware`` — ``loadaware.yaml``: plus Koordinator-style load-aware filter/score on NodeMetrics;
+* ``kube-default`` — ``kube-default.yaml``: kube-scheduler's default profile (its scoring plugins and weights,
+  within what Loadwise implements), the baseline;
+* ``loadaware`` — ``loadaware.yaml``: the same plugins plus Koordinator-style load-aware filter/score on
+  NodeMetrics;
 * ``loadaware-waterline`` — ``loadaware-waterline.yaml`` (same scheduler, ``respectWaterlines: false``) with the
   agents running ``waterline.yaml``;
 * ``loadaware-waterline-capped`` — as above with ``respectWaterlines: true``: nodes are also closed to new pods
   above their waterlines, which trades waiting pods for fewer hot nodes;
+* ``loadaware-waterline-strict`` — as ``loadaware-waterline`` without starvation relief (``relaxAfterSeconds``);
+* ``requests`` — ``requests.yaml``: NodeResourcesFit LeastAllocated alone (the weaker baseline of earlier
+  releases); ``binpack`` — ``binpack.yaml``: kube-default with MostAllocated, packing by requests;
 * ``loadaware-rebalance`` — ``loadaware-waterline`` plus the rebalancer with the arguments of ``rebalance.yaml``
   (``sim.rebalance``): pods move off nodes that stay hot, to nodes the scheduler proves cooler.
 
 The node agents (usage history, NodeMetric reports, waterlines) run for a policy whose scheduler reads usage
 (the built-in ``loadaware`` and ``usage`` plugins, or any plugin Loadwise does not ship, which might) or that has
 waterlines; the request-based baseline runs without them, as a cluster without Loadwise does.  The default
-comparison is the first three.
+comparison is ``kube-default``, ``loadaware`` and ``loadaware-waterline``.
 """
 
 from __future__ import annotations
@@ -30,21 +35,25 @@ from sim.run import Policy
 if TYPE_CHECKING:
     from scheduler.conf import SchedulerConf
 
-__all__ = ["CONF_DIR", "BUILTIN", "REBALANCE", "DEFAULT_COMPARE", "USAGE_PLUGINS", "reads_usage", "parse_assignments",
-           "load_policies"]
+__all__ = ["CONF_DIR", "BUILTIN", "REBALANCE", "DEFAULT_COMPARE", "BASELINE", "USAGE_PLUGINS", "reads_usage",
+           "parse_assignments", "load_policies"]
 
 CONF_DIR = Path(__file__).resolve().parent / "confs"
 # name -> (scheduler conf, waterline policies or None)
 BUILTIN: dict[str, tuple[Path, Path | None]] = {
-    "requests": (CONF_DIR / "requests.yaml", None),
+    "kube-default": (CONF_DIR / "kube-default.yaml", None),
     "loadaware": (CONF_DIR / "loadaware.yaml", None),
     "loadaware-waterline": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
     "loadaware-waterline-capped": (CONF_DIR / "loadaware-waterline-capped.yaml", CONF_DIR / "waterline.yaml"),
+    "loadaware-waterline-strict": (CONF_DIR / "loadaware-waterline-strict.yaml", CONF_DIR / "waterline.yaml"),
+    "requests": (CONF_DIR / "requests.yaml", None),
+    "binpack": (CONF_DIR / "binpack.yaml", None),
     "loadaware-rebalance": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
 }
 # name -> rebalancer arguments, for the built-in policies that run the rebalancer
 REBALANCE: dict[str, Path] = {"loadaware-rebalance": CONF_DIR / "rebalance.yaml"}
-DEFAULT_COMPARE = ("requests", "loadaware", "loadaware-waterline")
+DEFAULT_COMPARE = ("kube-default", "loadaware", "loadaware-waterline")
+BASELINE = "kube-default"
 # The built-in scheduler plugins that read NodeMetrics (the session snapshot's node_metrics).
 USAGE_PLUGINS = frozenset({"loadaware", "usage"})
 

@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from sim.model import Workload
+from sim.model import PodKind, Workload
 
 if TYPE_CHECKING:
     from sim.run import SimOptions
 
-__all__ = ["RunRecord"]
+__all__ = ["KIND_CODES", "RunRecord"]
 
 F32 = npt.NDArray[np.float32]
 F64 = npt.NDArray[np.float64]
 I32 = npt.NDArray[np.int32]
+I64 = npt.NDArray[np.int64]
+# Pod classes as small integers, for per-class sums with ``np.bincount``.
+KIND_CODES: dict[PodKind, int] = {kind: code for code, kind in enumerate(PodKind)}
 
 
 @dataclass
@@ -65,6 +68,10 @@ class RunRecord:
     reports: int = 0
     waterline_ticks: int = 0
     phase_seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase of the loop
+    cpu_demand_seconds: F64 = field(default_factory=lambda: np.zeros(len(KIND_CODES)))  # millicore-seconds, per class
+    cpu_served_seconds: F64 = field(default_factory=lambda: np.zeros(len(KIND_CODES)))
+    inflation_parts: list[F32] = field(default_factory=list)  # per step, each running service pod's inflation
+    stretch: dict[str, F64] = field(default_factory=dict)  # per class, finished finite pods' run time / planned
 
     @classmethod
     def empty(cls, policy: str, workload: Workload, options: SimOptions, ticks: int) -> RunRecord:
@@ -102,6 +109,19 @@ class RunRecord:
         self.throttled[k] = throttled
         self.placed[k] = placed
 
+    def add_cpu(self, kinds: I64, demand: F64, served: F64, seconds: float) -> None:
+        """One step's CPU demand and CPU served, per pod of class ``kinds``, for ``seconds``."""
+        self.cpu_demand_seconds += np.bincount(kinds, weights=demand, minlength=len(KIND_CODES)) * seconds
+        self.cpu_served_seconds += np.bincount(kinds, weights=served, minlength=len(KIND_CODES)) * seconds
+
+    def add_inflation(self, inflation: F64) -> None:
+        """One step's latency inflation of the running service pods (one sample per replica-step)."""
+        self.inflation_parts.append(inflation.astype(np.float32))
+
+    @property
+    def inflation(self) -> F32:
+        return np.concatenate(self.inflation_parts) if self.inflation_parts else np.zeros(0, dtype=np.float32)
+
     def finish(self, counters: Any, pending: Sequence[Any], wall_seconds: float, reports: int, waterline_ticks: int) -> None:
         """Copy the run's counters in (``counters`` is the simulation's private tally)."""
         self.submitted = len(counters.submitted)
@@ -114,6 +134,8 @@ class RunRecord:
         self.rebalancer_evictions = counters.rebalancer_evictions
         self.evicted_by_kind = dict(counters.evicted_by_kind)
         self.requeued = counters.requeued
+        self.stretch = {kind: np.asarray(values, dtype=np.float64) for kind, values in counters.stretch.items()}
+        self.inflation_parts = [self.inflation]  # one array pickles back from a worker faster than a thousand
         self.session_seconds = np.asarray([s for s, _, _ in counters.sessions], dtype=np.float64)
         self.session_cpu_seconds = np.asarray([c for _, c, _ in counters.sessions], dtype=np.float64)
         self.session_placed = np.asarray([n for _, _, n in counters.sessions], dtype=np.int32)

@@ -4,15 +4,18 @@ Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
 
 1. finishes pods whose run time is over (phase ``Succeeded``, then deleted) and submits the pods that arrive
    (created without ``nodeName`` for ``loadwise-scheduler``; a gang's PodGroup with its first member);
-2. computes every running pod's true usage from the workload model (capped by its CPU limit and by any
-   waterline quota), sums it per node with a small system overhead, and squeezes CPU proportionally on a node
-   whose demand exceeds its capacity;
+2. computes every running pod's CPU demand from the workload model (capped by its CPU limit), caps it at any
+   waterline quota and shares each node's cores out by CFS shares when demand exceeds them (``sim.contention``);
+   batch and best-effort pods progress at the speed they got (their end moves out when they got less than they
+   wanted), services record their latency inflation; node usage is what the pods got plus a small system part;
 3. records the usage into each node's agent history and lets the agents whose report falls in the tick's first
    half write their NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging
    reports (a policy that reads no usage, the request-based baseline, runs without agents, as a cluster without
    Loadwise does);
 4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
    simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
+   for a rebalancing policy, then runs a round of the real rebalancer (``sim.rebalance``), whose evictions are
+   re-created the same way;
 5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster;
 6. lets the agents whose report falls in the tick's second half write theirs, for the next session to see.
 
@@ -37,6 +40,7 @@ from common.cluster import NotFound
 from common.cluster.memory import MemoryCluster
 from common.objects import PodView
 from sim.agents import SimAgents
+from sim.contention import advance_work, cpu_shares, fair_share, latency_inflation
 from sim.model import PodKind, PodSpec, Workload
 from sim.objects import (
     node_labels,
@@ -47,7 +51,7 @@ from sim.objects import (
     queue_object,
     with_uid,
 )
-from sim.record import RunRecord
+from sim.record import KIND_CODES, RunRecord
 from sim.synthetic import PRIORITY_CLASSES
 from sim.usage import UsageModel
 from sim.waterline import CPU_PERIOD_US, SimWaterline
@@ -55,10 +59,12 @@ from sim.waterline import CPU_PERIOD_US, SimWaterline
 if TYPE_CHECKING:
     from sim.rebalance import SimRebalancer
 
-__all__ = ["Policy", "SimOptions", "SessionRunner", "SchedulerFactory", "default_scheduler_factory", "Simulation", "run"]
+__all__ = ["Policy", "SimOptions", "SessionRunner", "SchedulerFactory", "default_scheduler_factory", "TickUsage",
+           "Simulation", "run"]
 
 GiB = 1024**3
 _COLLECT_SECONDS = 3600.0  # simulated time between two runs of the (otherwise paused) cyclic garbage collector
+_END_TOLERANCE = 1e-6  # seconds: a pod whose end falls this close after a step's start finishes at that step
 
 
 class SessionResultLike(Protocol):
@@ -137,7 +143,6 @@ class _Pod:
     obj: dict[str, Any]  # the Pod as the cluster last returned it
     node: int = -1
     started: float = 0.0
-    ends: float = math.inf
     message: str = ""
     _meta: PodMeta | None = None
     _view: PodView | None = None
@@ -177,6 +182,51 @@ class _Counters:
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
     sessions: list[tuple[float, float, int]] = field(default_factory=list)  # (wall s, CPU s, pods placed)
     requeued: int = 0
+    stretch: dict[str, list[float]] = field(default_factory=dict)  # finite pods that finished: run time / planned
+
+
+@dataclass(frozen=True, slots=True)
+class TickUsage:
+    """One step's usage: the running pods (in order) with their workload index, node, CPU demand and CPU served
+    (millicores) and memory (bytes); per node, CPU and memory including the system's part."""
+
+    running: list[_Pod]
+    idx: np.ndarray
+    node: np.ndarray
+    demand: np.ndarray
+    served: np.ndarray
+    mem: np.ndarray
+    node_cpu: np.ndarray
+    node_mem: np.ndarray
+
+    @classmethod
+    def idle(cls, sys_cpu: np.ndarray, sys_mem: np.ndarray) -> TickUsage:
+        empty, none = np.zeros(0), np.zeros(0, dtype=np.int64)
+        return cls([], none, none, empty, empty, empty, sys_cpu, sys_mem)
+
+
+class _Phases:
+    """Wall time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py``."""
+
+    NAMES = ("pods", "usage", "agent-record", "agent-report", "waterline", "rebalancer", "scheduler")
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(self.NAMES, 0.0)
+        self._name = ""
+        self._t0 = 0.0
+
+    def __call__(self, name: str) -> _Phases:
+        self._name = name
+        return self
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self._name] += time.perf_counter() - self._t0
+
+    def rounded(self) -> dict[str, float]:
+        return {k: round(v, 3) for k, v in self.seconds.items()}
 
 
 class Simulation:
@@ -200,6 +250,7 @@ class Simulation:
         self.model = UsageModel(
             workload, seed=options.seed, tick_seconds=options.tick_seconds, day_offset=options.start_hour * 3600.0
         )
+        self._init_contention()
         self._setup_cluster()
         collect = MetricCollectPolicy(
             aggregate_duration_seconds=options.aggregate_duration_seconds,
@@ -240,6 +291,20 @@ class Simulation:
         self.counters = _Counters()
 
     # -- setup -----------------------------------------------------------------------------------------------
+    def _init_contention(self) -> None:
+        """Per node: capacity, the system's part and what is left for pods; per workload pod: its CFS shares, its
+        class, and for a finite pod the full-speed seconds it still has to run and its projected end."""
+        pods, opts = self.workload.pods, self.options
+        self._cap_cpu = np.array([nd.capacity_cpu for nd in self.nodes], dtype=np.float64)
+        self._sys_cpu = self._cap_cpu * opts.system_cpu_fraction
+        self._sys_mem = np.full(len(self.nodes), float(opts.system_memory_bytes))
+        self._pod_room = self._cap_cpu - self._sys_cpu
+        self._shares = cpu_shares(np.array([p.cpu_request_milli for p in pods], dtype=np.float64))
+        self._kind = np.array([KIND_CODES[p.kind] for p in pods], dtype=np.int64)
+        self._finite = np.array([p.kind is not PodKind.SERVICE and p.duration is not None for p in pods], dtype=bool)
+        self._work_left = np.zeros(len(pods))
+        self._ends = np.full(len(pods), math.inf)
+
     def _setup_cluster(self) -> None:
         for name, value in PRIORITY_CLASSES.items():
             self.cluster.create("PriorityClass", priority_class_object(name, value))
@@ -270,8 +335,13 @@ class Simulation:
             self._next_arrival += 1
 
     def _finish(self, t: float) -> None:
-        done = [p for p in self._running.values() if p.ends <= t]
+        ends = self._ends
+        done = [p for p in self._running.values() if ends[p.index] <= t + _END_TOLERANCE]
         for p in done:
+            if self._finite[p.index]:
+                duration = p.spec.duration or 0.0
+                stretch = (ends[p.index] - p.started) / duration if duration > 0 else 1.0
+                self.counters.stretch.setdefault(p.spec.kind.value, []).append(stretch)
             self.cluster.patch_status("Pod", p.name, {"status": {"phase": "Succeeded"}}, namespace=p.spec.namespace)
             self.cluster.delete("Pod", p.name, namespace=p.spec.namespace)
             self._forget(p)
@@ -299,11 +369,7 @@ class Simulation:
             if self.rebalancer is not None:
                 self.rebalancer.bound(p.index, node)
             self._start(p)
-            duration = p.spec.duration
-            if duration is not None and p.spec.kind is PodKind.SERVICE and self._attempts[p.index] > 1:
-                # A replacement service pod serves out the original replica's planned lifetime.
-                duration = max(60.0, p.spec.arrival + duration - t)
-            p.ends = t + duration if duration is not None else math.inf
+            self._plan_end(p, t)
             self._running[key] = p
             self.counters.bindings += 1
             self.counters.ran.add(p.index)
@@ -312,6 +378,17 @@ class Simulation:
             placed += 1
         self._bind_seen = len(bindings)
         return placed
+
+    def _plan_end(self, p: _Pod, t: float) -> None:
+        """A bound pod's end: a service's is fixed, a finite pod's moves with the CPU it gets (``_account``).  The
+        step it starts in is run at full speed: its usage is first sampled at the next step."""
+        duration = p.spec.duration
+        if duration is not None and p.spec.kind is PodKind.SERVICE and self._attempts[p.index] > 1:
+            # A replacement service pod serves out the original replica's planned lifetime.
+            duration = max(60.0, p.spec.arrival + duration - t)
+        self._ends[p.index] = t + duration if duration is not None else math.inf
+        if self._finite[p.index]:
+            self._work_left[p.index] = max(0.0, (duration or 0.0) - self.options.tick_seconds)
 
     def _start(self, p: _Pod) -> None:
         """The kubelet's part: the bound pod starts, with the conditions and times a real kubelet writes."""
@@ -349,34 +426,51 @@ class Simulation:
         self._evict_seen = len(evictions)
 
     # -- usage -----------------------------------------------------------------------------------------------
-    def _usage(self, t: float) -> tuple[list[_Pod], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Running pods and their CPU/memory, plus per-node CPU/memory (with system overhead)."""
+    def _usage(self, t: float) -> TickUsage:
+        """Running pods, their CPU demand and what contention and quotas let them have (``sim.contention``), their
+        memory, and per-node CPU/memory with the system's part (served first, from its own cgroup)."""
         running = list(self._running.values())
-        n = len(self.nodes)
-        opts = self.options
-        cap_cpu = np.array([nd.capacity_cpu for nd in self.nodes], dtype=np.float64)
-        sys_cpu = cap_cpu * opts.system_cpu_fraction
-        sys_mem = np.full(n, float(opts.system_memory_bytes))
         if not running:
-            return running, np.zeros(0), np.zeros(0), sys_cpu, sys_mem
-        idx = np.fromiter((p.index for p in running), dtype=np.int64, count=len(running))
-        node = np.fromiter((p.node for p in running), dtype=np.int64, count=len(running))
-        started = np.fromiter((p.started for p in running), dtype=np.float64, count=len(running))
-        cpu = self.model.cpu_demand(idx, t)
-        if self.waterline is not None and self.waterline.quota.quotas:
-            quotas = self.waterline.quota.quotas
-            caps = np.array(
-                [quotas[p.uid][0] * 1000.0 / quotas[p.uid][1] if p.uid in quotas and quotas[p.uid][0] > 0 else np.inf
-                 for p in running]
-            )
-            cpu = np.minimum(cpu, caps)
+            return TickUsage.idle(self._sys_cpu, self._sys_mem)
+        count = len(running)
+        idx = np.fromiter((p.index for p in running), dtype=np.int64, count=count)
+        node = np.fromiter((p.node for p in running), dtype=np.int64, count=count)
+        started = np.fromiter((p.started for p in running), dtype=np.float64, count=count)
+        demand = self.model.cpu_demand(idx, t)
+        served = fair_share(node, np.minimum(demand, self._quota_caps(running)), self._shares[idx], self._pod_room)
         mem = self.model.memory_usage(idx, t - started)
-        demand = np.bincount(node, weights=cpu, minlength=n) + sys_cpu
-        squeeze = np.minimum(1.0, cap_cpu / np.maximum(demand, 1e-9))
-        cpu = cpu * squeeze[node]
-        node_cpu = np.bincount(node, weights=cpu, minlength=n) + sys_cpu * squeeze
-        node_mem = np.bincount(node, weights=mem, minlength=n) + sys_mem
-        return running, cpu, mem, node_cpu, node_mem
+        n = len(self.nodes)
+        node_cpu = np.bincount(node, weights=served, minlength=n) + self._sys_cpu
+        node_mem = np.bincount(node, weights=mem, minlength=n) + self._sys_mem
+        return TickUsage(running, idx, node, demand, served, mem, node_cpu, node_mem)
+
+    def _quota_caps(self, running: Sequence[_Pod]) -> np.ndarray | float:
+        """Millicores each running pod's waterline CFS quota allows (inf without one)."""
+        if self.waterline is None or not self.waterline.quota.quotas:
+            return np.inf
+        quotas = self.waterline.quota.quotas
+        return np.array(
+            [quotas[p.uid][0] * 1000.0 / quotas[p.uid][1] if p.uid in quotas and quotas[p.uid][0] > 0 else np.inf
+             for p in running]
+        )
+
+    def _account(self, t: float, u: TickUsage, rec: RunRecord) -> None:
+        """What the step's contention cost: CPU served against demand per class, services' latency inflation, and
+        the finite pods' progress (their end moves out when they ran slower than they wanted)."""
+        if not u.running:
+            return
+        step = self.options.tick_seconds
+        kinds = self._kind[u.idx]
+        rec.add_cpu(kinds, u.demand, u.served, step)
+        service = kinds == KIND_CODES[PodKind.SERVICE]
+        if service.any():
+            rho = u.node_cpu / self._cap_cpu
+            rec.add_inflation(latency_inflation(rho[u.node[service]], u.demand[service], u.served[service]))
+        finite = self._finite[u.idx]
+        if finite.any():
+            which = u.idx[finite]
+            self._work_left[which], self._ends[which] = advance_work(
+                self._work_left[which], u.demand[finite], u.served[finite], t, step)
 
     # -- waterline -------------------------------------------------------------------------------------------
     def _pod_state(self, p: _Pod, cpu: float, mem: float) -> PodState:
@@ -432,79 +526,18 @@ class Simulation:
 
     def _run(self, progress: Callable[[int], None] | None) -> RunRecord:
         opts = self.options
-        n_nodes, n_ticks = len(self.nodes), opts.ticks
-        rec = RunRecord.empty(self.policy.name, self.workload, opts, n_ticks)
+        rec = RunRecord.empty(self.policy.name, self.workload, opts, opts.ticks)
         wall0, process0 = time.perf_counter(), time.process_time()
-        phases = dict.fromkeys(("pods", "usage", "agent-record", "agent-report", "waterline", "scheduler"), 0.0)
-        clock = time.perf_counter
+        phases = _Phases()
         collect_every = max(1, round(_COLLECT_SECONDS / opts.tick_seconds))
-        for k in range(n_ticks):
+        for k in range(opts.ticks):
             if k and k % collect_every == 0:
                 gc.collect()
                 gc.freeze()  # what survived lives on: the next collections need not walk it again
-            t = k * opts.tick_seconds
-            now = opts.start_time + t
-            self.clock.set(now)
-            c0 = clock()
-            self._finish(t)
-            self._arrivals(t)
-            c1 = clock()
-            self.model.advance(t)
-            running, cpu, mem, node_cpu, node_mem = self._usage(t)
-            per_node: list[list[tuple[str, float, float]]] = [[] for _ in range(n_nodes)]
-            pods_on: list[list[tuple[_Pod, float, float]]] = [[] for _ in range(n_nodes)]
-            if self.agents is not None:  # per-node views for the node agents and their waterline engines
-                for p, c, m in zip(running, cpu.tolist(), mem.tolist(), strict=True):
-                    per_node[p.node].append((p.uid, c, m))
-                    pods_on[p.node].append((p, c, m))
-            c2 = clock()
-            agents = self.agents
-            if agents is not None:
-                for i in range(n_nodes):
-                    agents.record(now, i, float(node_cpu[i]), float(node_mem[i]), per_node[i])
-            c3 = clock()
-            report_after: list[int] = []
-            if agents is not None:
-                report_before, report_after = agents.due(k)
-                for i in report_before:
-                    agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
-            c4 = clock()
-            if self.waterline is not None:
-                self._waterline_tick(now, node_cpu, node_mem, pods_on)
-                self._collect_evictions(t, by_waterline=True)
-            if self.rebalancer is not None:
-                self.rebalancer.round(t)
-                self._collect_evictions(t, by_waterline=False, by_rebalancer=True)
-            c5 = clock()
-            placed = 0
-            if self._pending:
-                session0 = time.thread_time()
-                result = self.scheduler.run_once()
-                wall, cpu_time = clock() - c5, time.thread_time() - session0
-                placed = self._collect_bindings(t)
-                self._collect_evictions(t, by_waterline=False)
-                self.counters.sessions.append((wall, cpu_time, placed))
-                messages = getattr(result, "pending_messages", {}) or {}
-                for key, p in self._pending.items():
-                    p.message = str(messages.get(key, p.message))
-            c6 = clock()
-            if agents is not None and report_after:  # the agents whose report falls after the session
-                for i in report_after:
-                    agents.report(now, i, [p.meta for p, _, _ in pods_on[i] if p.key in self._running])
-            c7 = clock()
-            rec.store_tick(
-                k, node_cpu, node_mem, running=len(self._running), pending=len(self._pending),
-                throttled=self._throttled(), placed=placed,
-            )
-            phases["pods"] += c1 - c0
-            phases["usage"] += c2 - c1 + clock() - c7
-            phases["agent-record"] += c3 - c2
-            phases["agent-report"] += c4 - c3 + c7 - c6
-            phases["waterline"] += c5 - c4
-            phases["scheduler"] += c6 - c5
+            self._tick(k, rec, phases)
             if progress is not None:
                 progress(1)
-        rec.phase_seconds = {k: round(v, 3) for k, v in phases.items()}
+        rec.phase_seconds = phases.rounded()
         rec.cpu_seconds = time.process_time() - process0
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
                    self.agents.reports if self.agents is not None else 0,
@@ -512,6 +545,87 @@ class Simulation:
         if self.rebalancer is not None:
             rec.rebalance = self.rebalancer.tally.to_json()
         return rec
+
+    def _tick(self, k: int, rec: RunRecord, phases: _Phases) -> None:
+        """One step, in the order of the module docstring; each part's wall time goes to its phase."""
+        t = k * self.options.tick_seconds
+        now = self.options.start_time + t
+        self.clock.set(now)
+        with phases("pods"):
+            self._finish(t)
+            self._arrivals(t)
+        with phases("usage"):
+            self.model.advance(t)
+            usage = self._usage(t)
+            self._account(t, usage, rec)
+            pods_on = self._pods_by_node(usage)
+        with phases("agent-record"):
+            self._record_agents(now, usage, pods_on)
+        with phases("agent-report"):
+            report_after = self._report_agents(k, now, pods_on)
+        with phases("waterline"):
+            if self.waterline is not None:
+                self._waterline_tick(now, usage.node_cpu, usage.node_mem, pods_on)
+                self._collect_evictions(t, by_waterline=True)
+        with phases("rebalancer"):
+            if self.rebalancer is not None:
+                self.rebalancer.round(t)
+                self._collect_evictions(t, by_waterline=False, by_rebalancer=True)
+        with phases("scheduler"):
+            placed = self._schedule(t)
+        with phases("agent-report"):
+            self._report_late_agents(now, report_after, pods_on)
+        with phases("usage"):
+            rec.store_tick(k, usage.node_cpu, usage.node_mem, running=len(self._running), pending=len(self._pending),
+                           throttled=self._throttled(), placed=placed)
+
+    def _pods_by_node(self, u: TickUsage) -> list[list[tuple[_Pod, float, float]]]:
+        """Per node, its running pods with their CPU and memory: what the node agents and their waterline engines
+        see (not built when no agent runs)."""
+        pods_on: list[list[tuple[_Pod, float, float]]] = [[] for _ in self.nodes]
+        if self.agents is not None:
+            for p, c, m in zip(u.running, u.served.tolist(), u.mem.tolist(), strict=True):
+                pods_on[p.node].append((p, c, m))
+        return pods_on
+
+    def _record_agents(self, now: float, u: TickUsage, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> None:
+        if self.agents is None:
+            return
+        for i, pods in enumerate(pods_on):
+            self.agents.record(now, i, float(u.node_cpu[i]), float(u.node_mem[i]), [(p.uid, c, m) for p, c, m in pods])
+
+    def _report_agents(self, k: int, now: float, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> list[int]:
+        """The agents whose report falls before this step's session report; returns those due after it."""
+        if self.agents is None:
+            return []
+        before, after = self.agents.due(k)
+        for i in before:
+            self.agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
+        return after
+
+    def _report_late_agents(self, now: float, nodes: Sequence[int],
+                            pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> None:
+        """The agents whose report falls after the session: pods that left meanwhile are no longer reported."""
+        agents = self.agents
+        if agents is None:
+            return
+        for i in nodes:
+            agents.report(now, i, [p.meta for p, _, _ in pods_on[i] if p.key in self._running])
+
+    def _schedule(self, t: float) -> int:
+        """One session of the scheduler if any pod is pending; returns the pods it bound."""
+        if not self._pending:
+            return 0
+        wall0, session0 = time.perf_counter(), time.thread_time()
+        result = self.scheduler.run_once()
+        wall, cpu_time = time.perf_counter() - wall0, time.thread_time() - session0
+        placed = self._collect_bindings(t)
+        self._collect_evictions(t, by_waterline=False)
+        self.counters.sessions.append((wall, cpu_time, placed))
+        messages = getattr(result, "pending_messages", {}) or {}
+        for key, p in self._pending.items():
+            p.message = str(messages.get(key, p.message))
+        return placed
 
     def _waterline_tick(
         self, now: float, node_cpu: np.ndarray, node_mem: np.ndarray, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]

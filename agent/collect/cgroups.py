@@ -10,24 +10,27 @@ v2; ``parent`` is kubelet's ``--cgroup-root`` when it is not the top)::
 (``<u_>`` is the UID with ``-`` replaced by ``_``.)  Containers are the pod directory's children:
 ``<runtime>-<id>.scope`` under systemd (docker, cri-containerd, crio, pouch), ``<id>`` under cgroupfs.
 
-Each tick the tree is listed once (the QoS tier directories and every pod directory) and each file
-is read once: CPU ``cpuacct.usage`` (v1, ns) / ``cpu.stat`` ``usage_usec`` (v2), memory ``memory.stat``
-(usage = anon + unevictable, koordlet's definition, page cache separately) and
-``memory.usage_in_bytes`` / ``memory.current`` (for the kubelet-style working set), and per
-container the CPU counter and the CFS quota and period the waterline throttle works on.
+Each tick the QoS tier directories are listed and each pod file is read once: CPU
+``cpuacct.usage`` (v1, ns) / ``cpu.stat`` ``usage_usec`` (v2), memory ``memory.stat`` and
+``memory.usage_in_bytes`` / ``memory.current`` (pod memory: v1 anon + unevictable, koordlet's
+definition; v2 ``memory.current - inactive_file``, Koordinator's; the kubelet-style working set from
+both).  Container directories (their CPU counter and the CFS quota and period the waterline throttle
+works on) are listed and read only when asked (:meth:`CgroupReader.read_containers`).
 
 Parsing is pure (``parse_*``); :func:`detect_layout`, :func:`scan_pods` and :class:`CgroupReader`
-do the I/O, through an injectable ``read`` function so tests can count reads.
+do the I/O.  The reader keeps cgroup files open between ticks (:mod:`agent.collect.files`) unless
+an injected ``read`` function replaces that (tests count reads with one).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from agent.collect.procfs import read_file
+from agent.collect.files import OpenFiles
+from agent.collect.psi import RESOURCES, Pressure, parse_pressure
 from common.qos import QoSClass
 
 __all__ = [
@@ -273,41 +276,49 @@ def parse_cpu_max(data: bytes) -> tuple[int, int]:
     return quota, period
 
 
+_MEM_KEYS = {  # the five keys the agent needs; v1's hierarchical totals carry a total_ prefix
+    V1: re.compile(rb"^total_(inactive_anon|active_anon|unevictable|inactive_file|active_file) (\d+)$", re.M),
+    V2: re.compile(rb"^(inactive_anon|active_anon|unevictable|inactive_file|active_file) (\d+)$", re.M),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryStat:
-    """The parts of ``memory.stat`` the agent uses, in bytes (v1 hierarchical ``total_*`` keys)."""
+    """The parts of ``memory.stat`` the agent uses, in bytes (v1 hierarchical ``total_*`` keys).
 
-    anon: int  # inactive_anon + active_anon + unevictable: koordlet's pod memory usage
+    Pod memory without page cache: on v1 anon + unevictable (koordlet's definition); on v2, where
+    ``current`` (``memory.current``) is known, ``current - inactive_file`` (Koordinator's v2 definition).
+    """
+
+    anon: int  # inactive_anon + active_anon + unevictable
     file: int  # active_file + inactive_file: the page cache
     inactive_file: int
+    current: int | None = None  # v2 memory.current
 
     @property
     def usage_without_page_cache(self) -> int:
+        if self.current is not None:
+            return max(0, self.current - self.inactive_file)
         return self.anon
 
     @property
     def usage_with_page_cache(self) -> int:
+        if self.current is not None:
+            return self.current
         return self.anon + self.file
 
 
-def parse_memory_stat(data: bytes, version: str) -> MemoryStat:
-    values: dict[bytes, int] = {}
-    for line in data.splitlines():
-        key, _, v = line.partition(b" ")
-        if v:
-            try:
-                values[key] = int(v)
-            except ValueError:
-                continue
-    prefix = b"total_" if version == V1 and b"total_active_anon" in values else b""
-
-    def get(name: bytes) -> int:
-        return values.get(prefix + name, 0)
-
+def parse_memory_stat(data: bytes, version: str, current: int | None = None) -> MemoryStat:
+    """The five keys the agent needs, found in one regex pass (v1: the hierarchical ``total_*`` keys)."""
+    values = {k: int(v) for k, v in _MEM_KEYS[version].findall(data)}
+    if version == V1 and not values:  # a kernel without hierarchical accounting: the cgroup's own keys
+        values = {k: int(v) for k, v in _MEM_KEYS[V2].findall(data)}
+    inactive_file = values.get(b"inactive_file", 0)
     return MemoryStat(
-        anon=get(b"inactive_anon") + get(b"active_anon") + get(b"unevictable"),
-        file=get(b"active_file") + get(b"inactive_file"),
-        inactive_file=get(b"inactive_file"),
+        anon=values.get(b"inactive_anon", 0) + values.get(b"active_anon", 0) + values.get(b"unevictable", 0),
+        file=values.get(b"active_file", 0) + inactive_file,
+        inactive_file=inactive_file,
+        current=current if version == V2 else None,
     )
 
 
@@ -332,6 +343,8 @@ class PodSample:
     memory: MemoryStat | None
     memory_usage_bytes: int | None
     containers: tuple[ContainerSample, ...] = ()
+    missing: tuple[str, ...] = ()  # files absent from a cgroup that still exists: collection errors
+    pressure: Mapping[str, Pressure] | None = None  # v2 only: {cpu,memory,io}.pressure
 
     @property
     def working_set_bytes(self) -> int | None:
@@ -342,20 +355,35 @@ class PodSample:
 
 
 class CgroupReader:
-    """Reads one pod's files for a tick; a file that vanished mid-tick gives ``None``, not an error."""
+    """Reads one pod's files for a tick.
 
-    def __init__(self, layout: CgroupLayout, *, read: ReadFn = read_file, containers: bool = True) -> None:
+    A file whose cgroup vanished mid-tick gives ``None`` (the pod is going away); a file missing from
+    a cgroup that still exists is named in ``PodSample.missing`` so the collector counts an error.
+    By default files are kept open between ticks (:class:`OpenFiles`); ``read`` replaces that.
+    """
+
+    def __init__(
+        self, layout: CgroupLayout, *, read: ReadFn | None = None, containers: bool = True, pressure: bool = False
+    ) -> None:
         self.layout = layout
+        self.pressure = pressure and layout.version == V2  # cgroup v1 has no per-cgroup PSI
+        self._files: OpenFiles | None = None
+        if read is None:
+            self._files = OpenFiles()
+            read = self._files.read
         self._read = read
-        self._containers = containers
+        self.containers = containers
         v1 = layout.version == V1
         self._cpu_file = ("cpuacct", "cpuacct.usage") if v1 else ("cpuacct", "cpu.stat")
         self._mem_usage_file = "memory.usage_in_bytes" if v1 else "memory.current"
+        self._missing: list[str] = []
 
     def _try(self, path: str) -> bytes | None:
         try:
             return self._read(path)
         except (FileNotFoundError, NotADirectoryError, ProcessLookupError):
+            if os.path.isdir(os.path.dirname(path)):
+                self._missing.append(path)
             return None
         except OSError as exc:
             if exc.errno in (19, 22):  # ENODEV / EINVAL: cgroup being removed
@@ -378,24 +406,64 @@ class CgroupReader:
         data = self._try(self.layout.path("cpu", rel, "cpu.max"))
         return parse_cpu_max(data) if data is not None else (-1, 100_000)
 
-    def read_pod(self, pod: PodCgroup) -> PodSample:
-        mem_raw = self._try(self.layout.path("memory", pod.rel, "memory.stat"))
-        usage_raw = self._try(self.layout.path("memory", pod.rel, self._mem_usage_file))
+    def read_containers(self, pod_rel: str) -> tuple[ContainerSample, ...]:
+        """Every container directory of a pod: its CPU counter and CFS quota (the throttle's inputs)."""
         containers: list[ContainerSample] = []
-        if self._containers:
-            for name in sorted(_subdirs(f"{self.layout.cpuacct_dir}/{pod.rel}")):
-                cid = self.layout.container_id(name)
-                if cid is None:
-                    continue
-                rel = f"{pod.rel}/{name}"
-                quota, period = self.cpu_quota(rel)
-                containers.append(ContainerSample(cid, rel, self.cpu_ns(rel), quota, period))
+        for name in sorted(_subdirs(f"{self.layout.cpuacct_dir}/{pod_rel}")):
+            cid = self.layout.container_id(name)
+            if cid is None:
+                continue
+            rel = f"{pod_rel}/{name}"
+            quota, period = self.cpu_quota(rel)
+            containers.append(ContainerSample(cid, rel, self.cpu_ns(rel), quota, period))
+        return tuple(containers)
+
+    def _memory(self, rel: str) -> tuple[MemoryStat | None, int | None]:
+        stat_raw = self._try(self.layout.path("memory", rel, "memory.stat"))
+        usage_raw = self._try(self.layout.path("memory", rel, self._mem_usage_file))
+        usage = parse_int_file(usage_raw) if usage_raw is not None else None
+        if stat_raw is None or (self.layout.version == V2 and usage is None):
+            return None, usage
+        return parse_memory_stat(stat_raw, self.layout.version, usage), usage
+
+    def read_pressure(self, rel: str) -> dict[str, Pressure]:
+        """A v2 cgroup's ``{cpu,memory,io}.pressure``; a missing file is left out (and counted)."""
+        out: dict[str, Pressure] = {}
+        for resource in RESOURCES:
+            path = self.layout.path("cpu", rel, f"{resource}.pressure")
+            data = self._try(path)
+            if data is not None:
+                out[resource] = parse_pressure(data, path)
+        return out
+
+    def read_pod(self, pod: PodCgroup, *, containers: bool | None = None) -> PodSample:
+        """One pod's counters; its containers too when ``containers`` (default: as constructed)."""
+        self._missing = []
+        memory, usage = self._memory(pod.rel)
+        with_containers = self.containers if containers is None else containers
         return PodSample(
             uid=pod.uid,
             qos=pod.qos,
             rel=pod.rel,
             cpu_ns=self.cpu_ns(pod.rel),
-            memory=parse_memory_stat(mem_raw, self.layout.version) if mem_raw is not None else None,
-            memory_usage_bytes=parse_int_file(usage_raw) if usage_raw is not None else None,
-            containers=tuple(containers),
+            memory=memory,
+            memory_usage_bytes=usage,
+            containers=self.read_containers(pod.rel) if with_containers else (),
+            pressure=self.read_pressure(pod.rel) if self.pressure else None,
+            missing=tuple(self._missing),
         )
+
+    def forget_except(self, pod_rels: set[str]) -> int:
+        """Close kept files of pods not in ``pod_rels`` (their cgroups are gone); returns how many."""
+        if self._files is None:
+            return 0
+        bases = (self.layout.cpuacct_dir, self.layout.cpu_dir, self.layout.memory_dir)
+
+        def live(path: str) -> bool:
+            for base in bases:
+                if path.startswith(base + "/"):
+                    d = path[len(base) + 1 :].rsplit("/", 1)[0]
+                    return d in pod_rels or d.rsplit("/", 1)[0] in pod_rels
+            return False
+
+        return self._files.retain(live)

@@ -1,4 +1,4 @@
-"""Node CPU and memory from procfs, koordlet's way (specs/koordinator.md §3.1).
+"""Node CPU and memory from procfs, koordlet's way (docs/design/nodemetric.md §2).
 
 CPU: the aggregate ``cpu`` line of ``/proc/stat``; busy = user + nice + system + irq + softirq
 (idle, iowait, steal and guest excluded); cores = Δbusy ticks / CLK_TCK / Δseconds.  The first
@@ -8,14 +8,16 @@ long-lived container, a restored checkpoint) re-primes rather than reporting a n
 Memory: ``MemTotal − MemAvailable`` (the default ``usageWithoutPageCache``), or
 ``MemTotal − MemFree`` when page cache counts (``usageWithPageCache``).
 
-Parsing is pure; the two ``read_*`` helpers do one read each, and :class:`CounterRate` takes its
-timestamps from the caller.
+Parsing is pure; :class:`ProcfsNodeSource` keeps /proc/stat and /proc/meminfo open between ticks
+(:mod:`agent.collect.files`), and :class:`CounterRate` takes its timestamps from the caller.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+
+from agent.collect.files import OpenFiles
 
 __all__ = [
     "CpuTicks",
@@ -197,6 +199,7 @@ class ProcfsNodeSource:
         self._hz = ticks_per_second or clock_ticks()
         self._busy = CounterRate()
         self._cpus = os.cpu_count() or 1
+        self._files = OpenFiles()
 
     def available(self) -> bool:
         return os.access(os.path.join(self.proc_root, "stat"), os.R_OK) and os.access(
@@ -205,13 +208,13 @@ class ProcfsNodeSource:
 
     def cpu_cores(self, t: float) -> float | None:
         """Busy cores since the previous call (``t`` monotonic seconds); ``None`` on the first call."""
-        ticks = parse_proc_stat(read_file(os.path.join(self.proc_root, "stat")))
+        ticks = parse_proc_stat(self._files.read(os.path.join(self.proc_root, "stat")))
         self._cpus = ticks.cpus or self._cpus
         rate = self._busy.update(t, float(ticks.busy))
         return None if rate is None else rate / self._hz
 
     def memory(self) -> NodeMemory:
-        return node_memory(parse_meminfo(read_file(os.path.join(self.proc_root, "meminfo"))))
+        return node_memory(parse_meminfo(self._files.read(os.path.join(self.proc_root, "meminfo"))))
 
     def cpu_count(self) -> int:
         """Logical CPUs as /proc/stat listed them at the last reading."""

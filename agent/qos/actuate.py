@@ -1,7 +1,7 @@
 """Thin adapters that carry out the planner's decisions: cgroup CPU quota writes, evictions, the node taint.
 
 Each returns an :class:`ActResult` instead of raising, so one failed write or a PDB refusal is recorded and
-the tick goes on (crane aborts the whole tick on the first error; SPEC §6 does not).
+the tick goes on (crane aborts the whole tick on the first error; docs/design/waterline.md §6).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from agent.qos.records import ActResult, Outcome
 from agent.qos.state import ContainerState, PodState
 from common.clock import Clock, to_rfc3339
-from common.cluster import ApiError, Cluster, NotFound, TooManyRequests
+from common.cluster import ApiError, Cluster, Conflict, NotFound, TooManyRequests
 
 __all__ = [
     "TAINT_KEY",
@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 TAINT_KEY = "qos.loadwise.io/interference"
 TAINT_EFFECT = "PreferNoSchedule"
 CONDITION_TYPE = "interference-identified"
+TAINT_RETRIES = 5  # reads and writes of the taint list before a conflicting writer wins this tick
 
 
 class QuotaWriter(Protocol):
@@ -139,16 +140,7 @@ class NodeScheduling:
 
     def set_scheduling(self, enabled: bool, message: str) -> ActResult:
         try:
-            obj = self.cluster.get("Node", self.node)
-            taints = [dict(t) for t in (obj.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
-            mine = [t for t in taints if t.get("key") == TAINT_KEY and t.get("effect") == TAINT_EFFECT]
-            if enabled and mine:
-                rest = [t for t in taints if t not in mine]
-                self.cluster.patch("Node", self.node, {"spec": {"taints": rest}})
-            elif not enabled and not mine:
-                taint: dict[str, Any] = {"key": TAINT_KEY, "effect": TAINT_EFFECT,
-                                         "timeAdded": to_rfc3339(self.clock.now())}
-                self.cluster.patch("Node", self.node, {"spec": {"taints": [*taints, taint]}})
+            obj = self._set_taint(present=not enabled)
             conditions = [c for c in (obj.get("status") or {}).get("conditions") or [] if isinstance(c, Mapping)]
             now = to_rfc3339(self.clock.now())
             status = "False" if enabled else "True"
@@ -164,6 +156,34 @@ class NodeScheduling:
         except ApiError as exc:
             return ActResult(Outcome.FAILED, f"{exc.status} {exc}")
         return ActResult(Outcome.ACCEPTED)
+
+
+    def _set_taint(self, *, present: bool) -> Mapping[str, Any]:
+        """Add or remove this engine's taint, leaving every other taint as it is; returns the node.
+
+        ``spec.taints`` has no merge key, so a patch writes the whole list: it carries the
+        resourceVersion the list was read at, and a 409 (another controller changed the node in
+        between) reads the node again and retries, up to ``TAINT_RETRIES`` times.
+        """
+        conflicts = 0
+        while True:
+            obj = self.cluster.get("Node", self.node)
+            taints = [dict(t) for t in (obj.get("spec") or {}).get("taints") or [] if isinstance(t, Mapping)]
+            mine = [t for t in taints if t.get("key") == TAINT_KEY and t.get("effect") == TAINT_EFFECT]
+            if bool(mine) == present:
+                return obj
+            if present:
+                new = [*taints, {"key": TAINT_KEY, "effect": TAINT_EFFECT, "timeAdded": to_rfc3339(self.clock.now())}]
+            else:
+                new = [t for t in taints if t not in mine]
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            try:
+                return self.cluster.patch("Node", self.node, {"metadata": {"resourceVersion": rv}, "spec": {"taints": new}})
+            except Conflict:
+                conflicts += 1
+                if conflicts >= TAINT_RETRIES:
+                    raise
+                log.debug("node %s changed while its taint was written; retrying", self.node)
 
 
 # -- bundles ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Detection: per rule, consecutive samples over / under the waterline (specs/crane.md §3, SPEC column).
+"""Detection: per rule, consecutive samples over / under the waterline (docs/design/waterline.md §3).
 
 A rule triggers after ``avoidanceThreshold`` consecutive samples strictly above its waterline and stays
 *active* until ``restoreThreshold`` consecutive samples at or below it, when it restores once.  A tick on

@@ -1,6 +1,6 @@
 """The waterline planner: merge fired rules, compute gaps, pick pods, and act only until the gap closes.
 
-This is crane's executor (specs/crane.md §4–§6, SPEC column) as a pure function of the rule results, the
+This is crane's executor (docs/design/waterline.md §4–§6) as a pure function of the rule results, the
 node snapshot, the engine's memory and an injected :class:`Actuators`.  Actuation is injected rather than
 returned because a gap closes only by what was *accepted*: an eviction refused by a PodDisruptionBudget
 releases nothing, so the next pod in the order must be tried.  In dry-run and in ``qos-plan`` the
@@ -36,7 +36,8 @@ from agent.qos.state import (
     NodeState,
     PodState,
 )
-from agent.qos.throttle import Step, step_down, step_up
+from agent.qos.throttle import RESTORE_BELOW, SETTLE_TARGET, Step, restore_step, step_down, step_up
+from common.waterline import PRESSURE_METRICS
 
 __all__ = [
     "Outcome",
@@ -52,11 +53,12 @@ __all__ = [
     "EVICT_METRICS",
     "DEFAULT_GRACE_SECONDS",
     "gap_for",
+    "in_metric_unit",
     "execute",
 ]
 
 DEFAULT_GRACE_SECONDS = 30
-# crane §2.2: the four metrics an action can quantify, all ActionPriority 5; ties go by name (§5.4).
+# docs/design/waterline.md §2.2: the four metrics an action can quantify, all ActionPriority 5; ties go by name.
 EVICT_METRICS: dict[str, int] = {
     CPU_TOTAL_USAGE: 5,
     CPU_TOTAL_UTILIZATION: 5,
@@ -67,7 +69,7 @@ EVICT_METRICS: dict[str, int] = {
 
 @dataclass(slots=True)
 class Waterline:
-    """The smallest waterline among the fired rules on one metric (crane §2.3), with its rule's excess."""
+    """The smallest waterline among the fired rules on one metric (docs/design/waterline.md §2.3), with its rule's excess."""
 
     value: Fraction
     excess: Fraction
@@ -115,7 +117,7 @@ def _skip_reason(pod: PodState) -> str:
 
 
 def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory, out: PlanResult) -> _Merged:
-    """crane §4: candidates per list without duplicates; throttle ratios max, grace period min."""
+    """docs/design/waterline.md §4: candidates per list without duplicates; throttle ratios max, grace period min."""
     m = _Merged()
     skipped: set[tuple[str, str]] = set()
     for r in results:
@@ -180,9 +182,20 @@ def gap_for(metric: str, wl: Waterline, state: NodeState, *, up: bool = False) -
 
 
 def _release(metric: str, pod: PodState) -> Fraction:
+    """What evicting ``pod`` takes off the node, in the gap's unit (millicores or bytes)."""
     if metric in (CPU_TOTAL_USAGE, CPU_TOTAL_UTILIZATION):
         return Fraction(pod.cpu_usage_milli)
     return Fraction(pod.memory_usage_bytes)
+
+
+def in_metric_unit(metric: str, amount: Fraction, state: NodeState) -> Fraction:
+    """A released amount (millicores or bytes) in the rule metric's own unit: percent points of the
+    node's capacity for the utilisation metrics, unchanged otherwise (0 when the capacity is unknown)."""
+    if metric == CPU_TOTAL_UTILIZATION:
+        return amount * 100 / state.cpu_capacity_milli if state.cpu_capacity_milli else Fraction(0)
+    if metric == MEMORY_TOTAL_UTILIZATION:
+        return amount * 100 / state.memory_capacity_bytes if state.memory_capacity_bytes else Fraction(0)
+    return amount
 
 
 def _metric_order(metrics: Sequence[str]) -> list[str]:
@@ -190,7 +203,7 @@ def _metric_order(metrics: Sequence[str]) -> list[str]:
 
 
 class _Run:
-    """One tick's execution; the steps of crane §6 in order, sharing the tick's bookkeeping."""
+    """One tick's execution; the steps of docs/design/waterline.md §6 in order, sharing the tick's bookkeeping."""
 
     def __init__(self, state: NodeState, memory: EngineMemory, act: Actuators, limit: EvictionRateLimit) -> None:
         self.state = state
@@ -206,7 +219,7 @@ class _Run:
         if self.out.order is None:
             self.out.order = [p.key for p in ranked]
 
-    # -- eviction (§6.3) ---------------------------------------------------------------------------------
+    # -- eviction (docs/design/waterline.md §6.3) ----------------------------------------------------------------------
     def _evict_one(self, c: _Candidate, metric: str | None) -> Fraction | None:
         """Evict one pod; returns the credited release, or ``None`` if it was not accepted."""
         pod = c.pod
@@ -228,51 +241,60 @@ class _Run:
         self.memory.evicted[pod.key] = pod.uid
         self.evicted_now.add(pod.key)
         released = _release(metric, pod) if metric is not None else Fraction(0)
-        self.out.actions.append(ActionRecord(pod.key, "evict", tuple(c.rules), {metric: released} if metric else {},
-                                             grace_period_seconds=grace))
+        shown = {metric: in_metric_unit(metric, released, self.state)} if metric else {}
+        self.out.actions.append(ActionRecord(pod.key, "evict", tuple(c.rules), shown, grace_period_seconds=grace))
         return released
 
     def evict(self, cands: dict[str, _Candidate], wls: dict[str, Waterline]) -> None:
+        """Evict by metric in priority order until each metric's gap closes (or the rate limit stops it)."""
         if not cands or not wls:
             return
         metrics = _metric_order(list(wls))
-        unquantified = [n for n in metrics if n not in EVICT_METRICS]
-        missing = [n for n in metrics if n in EVICT_METRICS and self.state.metrics().get(n) is None]
-        if unquantified or missing:
-            evictable = [n for n in metrics if n in EVICT_METRICS]
-            if not evictable:
-                self.out.notes.append(f"eviction on {', '.join(unquantified)} is not quantified: nothing evicted")
-                return
-            why = f"not quantified: {', '.join(unquantified)}" if unquantified else f"usage missing: {', '.join(missing)}"
-            self.out.notes.append(f"evicting every candidate ({why})")
-            for c in cands.values():
-                if self.rate_limited:
-                    break
-                if c.pod.key not in self.tried_now:
-                    self._evict_one(c, evictable[0])
+        if self._evict_unquantified(cands, metrics):
             return
         for metric in metrics:
-            gap = gap_for(metric, wls[metric], self.state)
-            if gap is None:
-                self.out.errors.append(f"evict: no gap for {metric} (capacity metric missing)")
-                continue
-            ranked = rank([c.pod for c in cands.values()], metric)
-            self._order(ranked)
-            queue = [cands[p.key] for p in ranked]
-            i = 0
-            while gap > 0 and not self.rate_limited:
-                while i < len(queue) and queue[i].pod.key in self.tried_now:
-                    i += 1  # evicted (or refused) earlier this tick: no credit for this metric
-                if i >= len(queue):
-                    break
-                released = self._evict_one(queue[i], metric)
-                i += 1
-                if released is not None:
-                    gap -= released
+            self._evict_for(metric, wls[metric], cands)
             if self.rate_limited:
                 return
 
-    # -- throttle (§6.4, §6.5) ---------------------------------------------------------------------------
+    def _evict_unquantified(self, cands: dict[str, _Candidate], metrics: list[str]) -> bool:
+        """When a fired metric cannot be quantified (or its usage is missing), evict every candidate once.
+
+        Returns whether that case applied (the gap-driven pass is then skipped).
+        """
+        unquantified = [n for n in metrics if n not in EVICT_METRICS]
+        missing = [n for n in metrics if n in EVICT_METRICS and self.state.metrics().get(n) is None]
+        if not unquantified and not missing:
+            return False
+        evictable = [n for n in metrics if n in EVICT_METRICS]
+        if not evictable:
+            self.out.notes.append(f"eviction on {', '.join(unquantified)} is not quantified: nothing evicted")
+            return True
+        why = f"not quantified: {', '.join(unquantified)}" if unquantified else f"usage missing: {', '.join(missing)}"
+        self.out.notes.append(f"evicting every candidate ({why})")
+        for c in cands.values():
+            if self.rate_limited:
+                break
+            if c.pod.key not in self.tried_now:
+                self._evict_one(c, evictable[0])
+        return True
+
+    def _evict_for(self, metric: str, wl: Waterline, cands: dict[str, _Candidate]) -> None:
+        """Evict in rank order until this metric's gap is closed; pods tried earlier this tick earn no credit."""
+        gap = gap_for(metric, wl, self.state)
+        if gap is None:
+            self.out.errors.append(f"evict: no gap for {metric} (capacity metric missing)")
+            return
+        ranked = rank([c.pod for c in cands.values()], metric)
+        self._order(ranked)
+        for c in [cands[p.key] for p in ranked if p.key not in self.tried_now]:
+            if gap <= 0 or self.rate_limited:
+                return
+            released = self._evict_one(c, metric)
+            if released is not None:
+                gap -= released
+
+    # -- throttle (docs/design/waterline.md §6.4, §6.5) ----------------------------------------------------------------
     def _write(self, c: _Candidate, container: ContainerState, step: Step, direction: str) -> bool:
         pod = c.pod
         res = self.act.set_cpu_quota(pod, container, step.quota_us, step.period_us)
@@ -302,24 +324,50 @@ class _Run:
         ))
         return True
 
-    def _step_pod(self, c: _Candidate, direction: str, *, jump: bool = False) -> Fraction:
+    def _step_pod(self, c: _Candidate, direction: str, *, jump: bool = False, budget: Fraction | None = None) -> Fraction:
+        """Step each container of one pod; ``budget`` (the gap left, millicores) is shared by CPU usage."""
         released = Fraction(0)
+        total = sum(ct.cpu_usage_milli for ct in c.pod.containers)
         for container in c.pod.containers:
-            memo = self.memory.throttled.get((c.pod.key, container.name))
-            if direction == "down":
-                step = step_down(c.pod, container, step_ratio=c.step_ratio, min_ratio=c.min_ratio)
-            elif jump and memo is not None:
-                q = memo.original_quota_us
-                step = None if q == container.cpu_quota_us else Step(q, container.cpu_period_us, Fraction(0))
-            else:
-                step = step_up(
-                    c.pod, container, step_ratio=memo.step_ratio if memo and c.step_ratio == 0 else c.step_ratio,
-                    original_quota_us=memo.original_quota_us if memo else None,
-                    node_capacity_milli=self.state.cpu_capacity_milli,
-                )
+            share = None
+            if budget is not None:
+                share = budget * container.cpu_usage_milli / total if total else budget / len(c.pod.containers)
+            step = self._container_step(c, container, direction, jump=jump, share=share)
             if step is not None and self._write(c, container, step, direction):
                 released += step.released_milli
         return released
+
+    def _container_step(
+        self, c: _Candidate, container: ContainerState, direction: str, *, jump: bool, share: Fraction | None
+    ) -> Step | None:
+        memo = self.memory.throttled.get((c.pod.key, container.name))
+        if direction == "down":
+            return step_down(c.pod, container, step_ratio=c.step_ratio, min_ratio=c.min_ratio, share_milli=share)
+        if jump and memo is not None:
+            q = memo.original_quota_us
+            return None if q == container.cpu_quota_us else Step(q, container.cpu_period_us, Fraction(0))
+        ratio = memo.step_ratio if memo and c.step_ratio == 0 else c.step_ratio
+        if share is not None and memo is not None:
+            return restore_step(c.pod, container, step_ratio=ratio, share_milli=share,
+                                original_quota_us=memo.original_quota_us,
+                                node_capacity_milli=self.state.cpu_capacity_milli)
+        return step_up(c.pod, container, step_ratio=ratio, original_quota_us=memo.original_quota_us if memo else None,
+                       node_capacity_milli=self.state.cpu_capacity_milli)
+
+    def _settle_gap(self, wl: Waterline, direction: str) -> Fraction | None:
+        """Millicores to release (down) or hand back (up) to reach the settling target; 0 inside the dead band.
+
+        ``None`` when this tick has no CPU usage.
+        """
+        used_raw = self.state.metrics().get(CPU_TOTAL_USAGE)
+        if used_raw is None:
+            return None
+        used = to_fraction(used_raw)
+        if direction == "down":
+            return (1 + wl.excess) * (used - wl.value * SETTLE_TARGET)
+        if used >= wl.value * RESTORE_BELOW:
+            return Fraction(0)
+        return wl.value * SETTLE_TARGET - used
 
     def throttle(self, cands: dict[str, _Candidate], wls: dict[str, Waterline], direction: str) -> None:
         live = {k: c for k, c in cands.items() if k not in self.evicted_now}
@@ -327,53 +375,68 @@ class _Run:
             return
         others = sorted(n for n in wls if n != CPU_TOTAL_USAGE)
         if others:
-            if CPU_TOTAL_USAGE not in wls:
+            if CPU_TOTAL_USAGE not in wls and not all(n in PRESSURE_METRICS for n in others):
                 self.out.notes.append(f"throttle {direction} on {', '.join(others)} is not quantified: nothing done")
                 return
+            # CPU usage fired too, or only pressure did: stall has no per-pod gap, so one step for every candidate.
             for c in live.values():
                 self._step_pod(c, direction)
             return
-        gap = gap_for(CPU_TOTAL_USAGE, wls[CPU_TOTAL_USAGE], self.state, up=direction == "up")
+        gap = self._settle_gap(wls[CPU_TOTAL_USAGE], direction)
         if gap is None:
             self.out.notes.append(f"throttle {direction}: {CPU_TOTAL_USAGE} missing, one step for every candidate")
             for c in live.values():
                 self._step_pod(c, direction)
             return
-        ranked = rank([c.pod for c in live.values()], CPU_TOTAL_USAGE)
+        self._step_ranked(live, gap, direction)
+
+    def _step_ranked(self, cands: dict[str, _Candidate], gap: Fraction, direction: str, *, jump: bool = False) -> None:
+        """Step pods in rank order, each given the gap still open, until it closes."""
+        ranked = rank([c.pod for c in cands.values()], CPU_TOTAL_USAGE)
         self._order(ranked)
         for pod in ranked:
             if gap <= 0:
                 break
-            gap -= self._step_pod(live[pod.key], direction)
+            gap -= self._step_pod(cands[pod.key], direction, jump=jump, budget=gap)
 
     def keep_restoring(self, results: Sequence[RuleResult]) -> None:
         """Walk remembered throttles back to their original quota on calm ticks (a product decision that
-        crane §6.5 allows: upstream raises a pod only one step per episode and then leaves it throttled)."""
+        docs/design/waterline.md §6.5 allows: upstream raises a pod only one step per episode and then leaves it throttled)."""
         if not self.memory.throttled:
             return
         throttle_rules = [r for r in results if not r.rule.preview and r.rule.action.throttle is not None]
         if any(r.active or r.triggered or r.restored for r in throttle_rules):
             return
+        cands = self._remembered_candidates()
+        wl = self._restore_line(throttle_rules)
+        if wl is None:
+            for pod in rank([c.pod for c in cands.values()], CPU_TOTAL_USAGE):
+                self._step_pod(cands[pod.key], "up", jump=self._jump(pod.key) or not throttle_rules)
+            return
+        gap = self._settle_gap(wl, "up")
+        if gap is not None and gap > 0:
+            self._step_ranked(cands, gap, "up")
+
+    def _remembered_candidates(self) -> dict[str, _Candidate]:
+        """The throttled pods still on the node (and not evicted this tick), as restore candidates."""
         pods = {p.key: p for p in self.state.pods}
         keys = sorted({k for k, _ in self.memory.throttled if k in pods and k not in self.evicted_now})
-        cands = {k: _Candidate(pods[k], ["restore"]) for k in keys}
+        return {k: _Candidate(pods[k], ["restore"]) for k in keys}
+
+    @staticmethod
+    def _restore_line(throttle_rules: Sequence[RuleResult]) -> Waterline | None:
+        """The lowest CPU-usage waterline among the throttle rules (``None`` when none is on CPU usage)."""
         cpu_rules = [r for r in throttle_rules if r.rule.metric.name == CPU_TOTAL_USAGE]
-        gap: Fraction | None = None
-        if cpu_rules:
-            wl = Waterline(cpu_rules[0].rule.metric.value, cpu_rules[0].policy.execute_excess, [])
-            for r in cpu_rules[1:]:
-                wl.push(r.rule.metric.value, r.policy.execute_excess, r.key)
-            gap = gap_for(CPU_TOTAL_USAGE, wl, self.state, up=True)
-            if gap is None or gap <= 0:
-                return
-        for pod in rank([c.pod for c in cands.values()], CPU_TOTAL_USAGE):
-            if gap is not None and gap <= 0:
-                break
-            c = cands[pod.key]
-            jump = all(m.step_ratio == 0 for (k, _), m in self.memory.throttled.items() if k == pod.key)
-            released = self._step_pod(c, "up", jump=jump or not throttle_rules)
-            if gap is not None:
-                gap -= released
+        if not cpu_rules:
+            return None
+        wl = Waterline(cpu_rules[0].rule.metric.value, cpu_rules[0].policy.execute_excess, [])
+        for r in cpu_rules[1:]:
+            wl.push(r.rule.metric.value, r.policy.execute_excess, r.key)
+        return wl
+
+    def _jump(self, pod_key: str) -> bool:
+        """A pod throttled only by ratio-less actions goes straight back to its original quota."""
+        return all(m.step_ratio == 0 for (k, _), m in self.memory.throttled.items() if k == pod_key)
 
 
 def execute(
@@ -383,7 +446,7 @@ def execute(
     actuators: Actuators,
     limit: EvictionRateLimit,
 ) -> PlanResult:
-    """Run crane §6 in order: evict, throttle down, throttle up (restore tick), then the calm-tick restore.
+    """Run docs/design/waterline.md §6 in order: evict, throttle down, throttle up (restore tick), then the calm-tick restore.
 
     Scheduling (the taint and the condition) is decided by the runtime, which owns the cool-down clock.
     """

@@ -41,15 +41,6 @@ class Rejection:
         return f"{self.field}: {self.message}" if self.field else self.message
 
 
-def _bare_message(exc: ConfigError) -> str:
-    text = str(exc)
-    if exc.source:
-        text = text.removeprefix(f"{exc.source}: ")
-    if exc.field:
-        text = text.removeprefix(f"{exc.field}: ")
-    return text
-
-
 def _digest(spec: Any) -> str:
     try:
         text = json.dumps(spec, sort_keys=True, default=str)
@@ -78,7 +69,7 @@ class PolicyStore:
         try:
             policy = WaterlinePolicy.parse(obj)
         except ConfigError as exc:
-            rej = Rejection(name, exc.field, _bare_message(exc), digest)
+            rej = Rejection(name, exc.field, exc.message, digest)
             with self._lock:
                 previous = self._rejected.get(name)
                 self._rejected[name] = rej

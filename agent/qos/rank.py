@@ -1,4 +1,4 @@
-"""Candidate pods and their order (specs/crane.md §1.3 candidate rule, §5 comparator chain).
+"""Candidate pods and their order (docs/design/waterline.md §4, §5).
 
 Candidates come only from ``podQOS`` entries whose ``allowedActions`` names the action; there is no
 implicit BestEffort filter.  The order is crane's comparator chain, applied as one stable sort key:

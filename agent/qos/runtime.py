@@ -4,8 +4,11 @@
 simulator once per simulated step and ``qos-plan`` once per tick of a state file.  It keeps what must
 survive between ticks (rule counters, remembered throttles, evicted pods, the eviction rate window, the
 scheduling cool-down).  Dry-run (globally, or per policy by annotation) runs the same decisions against
-recording actuators with memory of its own: every decision is logged, evented and counted with
-``dry_run="true"``, and nothing is actuated.
+recording actuators, and nothing is actuated.  Each dry-run tick is decided afresh, as if nothing had
+been done (no pod hidden as evicted, no quota remembered as written), so the report always says what
+the engine would do now; a decision that repeats unchanged is evented and counted (``dry_run="true"``)
+only when first made.  ``replay=True`` (``qos-plan`` replaying a recorded sequence) instead lets
+dry-run decisions accumulate as if they had been carried out.
 """
 
 from __future__ import annotations
@@ -100,6 +103,43 @@ class _Lane:
     memory: EngineMemory = field(default_factory=EngineMemory)
     disabled: bool | None = None  # None: unknown until the first tick reconciles the node
     last_triggered: float | None = None
+    decided: set[tuple[str, str, str, str, int]] = field(default_factory=set)  # a dry lane's last decisions
+
+
+@dataclass
+class _Decisions:
+    """What the lanes of one tick decided, gathered into the tick's report."""
+
+    errors: list[str] = field(default_factory=list)
+    order: list[str] | None = None
+    actions: list[ActionRecord] = field(default_factory=list)
+    skipped: list[SkipRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    scheduling: str = "enabled"
+
+    def add(self, plan: PlanResult, *, dry_notes: bool) -> None:
+        if self.order is None and plan.order is not None:
+            self.order = plan.order
+        self.actions += plan.actions
+        self.skipped += plan.skipped
+        self.errors += plan.errors
+        self.notes += [f"dry-run: {n}" if dry_notes else n for n in plan.notes]
+
+    def report(self, state: NodeState, results: Sequence[RuleResult], dry_run: bool) -> TickReport:
+        return TickReport(
+            time=state.time,
+            triggered=tuple(r.key for r in results if r.triggered and not r.rule.preview),
+            restored=tuple(r.key for r in results if r.restored and not r.rule.preview),
+            order=tuple(self.order or ()),
+            actions=tuple(self.actions),
+            scheduling=self.scheduling,
+            errors=tuple(self.errors),
+            skipped=tuple(self.skipped),
+            notes=tuple(self.notes),
+            dry_run=dry_run,
+            preview=tuple(r.key for r in results if r.rule.preview and r.status in (Status.TRIGGERED, Status.RESTORED)),
+            rules=tuple(results),
+        )
 
 
 class WaterlineRuntime:
@@ -115,11 +155,13 @@ class WaterlineRuntime:
         policies: PolicyStore | None = None,
         eviction_limit: EvictionRateLimit = DEFAULT_EVICTION_LIMIT,
         component: str = "loadwise-agent",
+        replay: bool = False,
     ) -> None:
         self.cluster = cluster
         self.node = node_name
         self.clock = clock
         self.dry_run = dry_run
+        self.replay = replay
         self.component = component
         self.eviction_limit = eviction_limit
         self.policies = policies if policies is not None else PolicyStore(cluster, clock, component)
@@ -139,74 +181,88 @@ class WaterlineRuntime:
     def memory(self) -> EngineMemory:
         return self._dry.memory if self.dry_run else self._live.memory
 
+    def idle(self) -> bool:
+        """No policy at all and nothing left to undo or reconcile: a tick would decide nothing.
+
+        The agent then skips building the node snapshot (container reads included) for that tick.
+        """
+        lanes = [self._dry] if self.dry_run or self.actuators is None else [self._live, self._dry]
+        if lanes[0].disabled is None or self._rule_series:
+            return False  # the first tick reconciles the node; a removed rule's series must go
+        if any(lane.memory.throttled or lane.disabled for lane in lanes):
+            return False
+        return not self.policies.policies()
+
     # -- the tick ---------------------------------------------------------------------------------------
     def tick(self, state: NodeState) -> TickReport:
+        """Detect on every applicable rule, then plan and act lane by lane (live, then dry-run)."""
         policies = self.policies.applicable(state.labels)
-        keys = {p.rule_key(r) for p in policies for r in p.rules}
+        self._forget_rules({p.rule_key(r) for p in policies for r in p.rules})
+        results = [self.detector.evaluate(p, r, state) for p in policies for r in p.rules]
+        self._rule_metrics(results)
+        self._rule_events(results, {p.name for p in policies if self.dry_run or p.dry_run})
+        acc = _Decisions(errors=[f"{r.key}: {r.error}" for r in results if r.status is Status.ERROR])
+        for i, (lane, lane_results, act) in enumerate(self._lanes(policies, results)):
+            if i > 0 and not lane_results and not lane.memory.throttled and lane.disabled is not True:
+                continue
+            self._run_lane(lane, lane_results, act, state, acc, first=i == 0)
+        self.metrics.rejected.labels(self.node).set(len(self.policies.rejections()))
+        report = acc.report(state, results, self.dry_run)
+        for a in report.actions:
+            log.info("%s%s", "[dry-run] " if self.dry_run else "", a.to_json())
+        return report
+
+    def _forget_rules(self, keys: set[str]) -> None:
+        """Drop detector memory, event memory and /metrics series of rules that are gone."""
         self.detector.forget_except(keys)
         for k in list(self._last_event):
             if k not in keys:
                 del self._last_event[k]
         for k in [k for k in self._rule_series if k not in keys]:
-            # A rule that is gone (or no longer applies here) has no state: its series leave /metrics.
             del self._rule_series[k]
             for st in _RULE_STATES:
                 self.metrics.rule_state.remove(self.node, k, st)
-        results = [self.detector.evaluate(p, r, state) for p in policies for r in p.rules]
-        self._rule_metrics(results)
-        self._rule_events(results, {p.name for p in policies if self.dry_run or p.dry_run})
 
-        dry_names = {p.name for p in policies if p.dry_run}
-        lanes: list[tuple[_Lane, list[RuleResult], Actuation | RecordingActuators]]
+    def _lanes(self, policies: Sequence[WaterlinePolicy], results: list[RuleResult]
+               ) -> list[tuple[_Lane, list[RuleResult], Actuation | RecordingActuators]]:
+        """The live lane (real actuators) and the dry-run lane (recording actuators), with their rules."""
         if self.dry_run or self.actuators is None:
-            lanes = [(self._dry, list(results), self.recorder)]
-        else:
-            live = [r for r in results if r.policy.name not in dry_names]
-            dry = [r for r in results if r.policy.name in dry_names]
-            lanes = [(self._live, live, self.actuators), (self._dry, dry, self.recorder)]
-        order: list[str] | None = None
-        actions: list[ActionRecord] = []
-        skipped: list[SkipRecord] = []
-        errors = [f"{r.key}: {r.error}" for r in results if r.status is Status.ERROR]
-        notes: list[str] = []
-        scheduling = "enabled"
-        for i, (lane, lane_results, act) in enumerate(lanes):
-            if i > 0 and not lane_results and not lane.memory.throttled and lane.disabled is not True:
-                continue
-            plan = execute(lane_results, state, lane.memory, act, self.eviction_limit)
-            self._plan_effects(plan, state, lane.dry_run)
-            enabled, note = self._scheduling(lane, lane_results, state, act)
-            if note:
-                notes.append(note)
-            if i == 0:
-                scheduling = "enabled" if enabled else "disabled"
-            if order is None and plan.order is not None:
-                order = plan.order
-            actions += plan.actions
-            skipped += plan.skipped
-            errors += plan.errors
-            notes += [f"dry-run: {n}" if lane.dry_run and not self.dry_run else n for n in plan.notes]
-            self.metrics.throttled.labels(self.node, _flag(lane.dry_run)).set(len(lane.memory.throttled))
-        self.metrics.rejected.labels(self.node).set(len(self.policies.rejections()))
-        report = TickReport(
-            time=state.time,
-            triggered=tuple(r.key for r in results if r.triggered and not r.rule.preview),
-            restored=tuple(r.key for r in results if r.restored and not r.rule.preview),
-            order=tuple(order or ()),
-            actions=tuple(actions),
-            scheduling=scheduling,
-            errors=tuple(errors),
-            skipped=tuple(skipped),
-            notes=tuple(notes),
-            dry_run=self.dry_run,
-            preview=tuple(r.key for r in results if r.rule.preview and r.status in (Status.TRIGGERED, Status.RESTORED)),
-            rules=tuple(results),
-        )
-        for a in actions:
-            log.info("%s%s", "[dry-run] " if self.dry_run else "", a.to_json())
-        return report
+            return [(self._dry, list(results), self.recorder)]
+        dry_names = {p.name for p in policies if p.dry_run}
+        live = [r for r in results if r.policy.name not in dry_names]
+        dry = [r for r in results if r.policy.name in dry_names]
+        return [(self._live, live, self.actuators), (self._dry, dry, self.recorder)]
 
-    # -- scheduling (§6.2 SPEC) -------------------------------------------------------------------------
+    def _run_lane(self, lane: _Lane, results: list[RuleResult], act: Actuation | RecordingActuators,
+                  state: NodeState, acc: _Decisions, *, first: bool) -> None:
+        """Plan and act for one lane; a dry lane (unless replaying) decides afresh each tick."""
+        afresh = lane.dry_run and not self.replay
+        if afresh:
+            lane.memory = EngineMemory()  # as if nothing had been done: no pod hidden, no quota remembered
+        plan = execute(results, state, lane.memory, act, self.eviction_limit)
+        counted = self._once_per_decision(lane, plan.actions) if afresh else plan.actions
+        self._plan_effects(plan, counted, state, lane.dry_run)
+        enabled, note = self._scheduling(lane, results, state, act)
+        if note:
+            acc.notes.append(note)
+        if first:
+            acc.scheduling = "enabled" if enabled else "disabled"
+        acc.add(plan, dry_notes=lane.dry_run and not self.dry_run)
+        self.metrics.throttled.labels(self.node, _flag(lane.dry_run)).set(len(lane.memory.throttled))
+
+    @staticmethod
+    def _once_per_decision(lane: _Lane, actions: Sequence[ActionRecord]) -> list[ActionRecord]:
+        """The actions that were not already decided, identically, on the lane's previous tick.
+
+        A dry-run decision repeats on every tick while its rule stays triggered (nothing is done, so
+        nothing changes); its events and released amounts are counted when it is first made.
+        """
+        keyed = [((a.pod, a.action, a.direction, a.container, a.cpu_quota_us), a) for a in actions]
+        fresh = [a for key, a in keyed if key not in lane.decided]
+        lane.decided = {key for key, _ in keyed}
+        return fresh
+
+    # -- scheduling (docs/design/waterline.md §6.2) ---------------------------------------------------------------
     def _scheduling(self, lane: _Lane, results: Sequence[RuleResult], state: NodeState, act: Any) -> tuple[bool, str]:
         acting = [r for r in results if not r.rule.preview]
         if any(r.triggered for r in acting):
@@ -283,10 +339,11 @@ class WaterlineRuntime:
             for child, on in zip(series, (r.triggered, r.restored, r.active, r.status is Status.ERROR), strict=True):
                 child.set(1 if on else 0)
 
-    def _plan_effects(self, plan: PlanResult, state: NodeState, dry: bool) -> None:
+    def _plan_effects(self, plan: PlanResult, actions: Sequence[ActionRecord], state: NodeState, dry: bool) -> None:
+        """Events and counters for ``actions`` (the plan's, or only its new ones in a dry lane)."""
         pods = {p.key: p for p in state.pods}
         flag = _flag(dry)
-        for a in plan.actions:
+        for a in actions:
             reason = a.rules[0] if a.rules else ""
             pod = pods.get(a.pod)
             ns, _, name = a.pod.partition("/")

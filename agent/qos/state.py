@@ -115,7 +115,7 @@ class PodState:
 
     @property
     def actionable(self) -> bool:
-        """Whether the engine may act on this pod at all (SPEC §1.3: not critical, not finishing)."""
+        """Whether the engine may act on this pod at all (docs/design/waterline.md §4: not critical, not finishing)."""
         return not self.critical and not self.terminating and self.phase not in ("Succeeded", "Failed")
 
     def to_json(self) -> dict[str, Any]:

@@ -138,7 +138,9 @@ class Cluster(Protocol):
         """Update the whole object; a stale ``metadata.resourceVersion`` raises :class:`Conflict`."""
         ...
 
-    def patch(self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]: ...
+    def patch(self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None) -> dict[str, Any]:
+        """Merge patch; a ``metadata.resourceVersion`` in it is a precondition (stale: :class:`Conflict`)."""
+        ...
 
     def patch_status(
         self, kind: str, name: str, patch: Mapping[str, Any], *, namespace: str | None = None

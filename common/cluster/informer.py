@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from common.backoff import Backoff
 from common.cluster import ApiError, Gone, Handler, WatchEvent
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class KubeInformer:
         self.cluster, self.kind, self.handler = cluster, kind, handler
         self.namespace, self.field_selector = namespace, field_selector
         self.watch_timeout, self.backoff, self.max_backoff = watch_timeout, backoff, max_backoff
+        self._backoff = Backoff(backoff, max_backoff, jitter=0.2)
+        self._rng = random.Random()
         self.resource_version = ""
         self.lists = 0  # how many times it listed (1 + relists after 410)
         self.watches = 0  # how many watch requests it opened
@@ -94,7 +97,7 @@ class KubeInformer:
             return [dict(o) for o in self._store.values()]
 
     def _run(self) -> None:
-        delay = self.backoff
+        failures = 0  # in a row; a watch that ends normally resets it
         need_list = True
         while not self._stop.is_set():
             fresh_list = need_list
@@ -103,7 +106,7 @@ class KubeInformer:
                     self._relist()
                     need_list = False
                 if self._watch_once():
-                    delay = self.backoff
+                    failures = 0
                     continue
             except Gone as exc:
                 log.info("%s informer: %s; relisting", self.kind, exc)
@@ -113,12 +116,13 @@ class KubeInformer:
                 self.errors += 1  # Gone right after a list: do not hammer the server, back off
             except ApiError as exc:
                 self.errors += 1
-                log.warning("%s informer: %s (retry in %.1fs)", self.kind, exc, delay)
+                log.warning("%s informer: %s (retry in %.1fs)", self.kind, exc, self._backoff.delay(failures + 1))
             except Exception:
                 self.errors += 1
-                log.exception("%s informer: unexpected error (retry in %.1fs)", self.kind, delay)
-            self._stop.wait(delay * random.uniform(0.8, 1.2))
-            delay = min(delay * 2, self.max_backoff)
+                log.exception("%s informer: unexpected error (retry in %.1fs)", self.kind,
+                              self._backoff.delay(failures + 1))
+            failures += 1
+            self._stop.wait(self._backoff.delay(failures, self._rng))
 
     def _deliver(self, ev: WatchEvent) -> None:
         try:

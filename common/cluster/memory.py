@@ -295,6 +295,12 @@ class MemoryCluster:
             cur = self._bucket(kind).get(key)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            rv = (patch.get("metadata") or {}).get("resourceVersion")
+            if rv is not None and rv != cur["metadata"]["resourceVersion"]:  # a patch may carry a precondition
+                raise Conflict(
+                    f"Operation cannot be fulfilled on {kind_info(kind).plural} \"{name}\": "
+                    "the object has been modified; please apply your changes to the latest version and try again"
+                )
             body = {k: v for k, v in patch.items() if k != "status"}
             new = merge_patch(cur, body)
             return self._store(kind, key, new)

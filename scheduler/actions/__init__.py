@@ -1,1 +1,1 @@
-"""Session actions, one per module (specs/volcano.md §3); each registers itself."""
+"""Session actions, one per module (docs/design/scheduler.md §3); each registers itself."""

@@ -1,4 +1,4 @@
-"""allocate: place pending tasks job by job, queue by queue (specs/volcano.md §3.2).
+"""allocate: place pending tasks job by job, queue by queue (docs/design/scheduler.md §3.2).
 
 A job is filled up to its gang minimum inside one statement; the statement is committed (bound) only when the job
 is ready, kept in session memory when it is merely pipelined, and discarded otherwise.  Nodes where the task fits

@@ -1,4 +1,4 @@
-"""backfill: place BestEffort tasks (no requests) that allocate left alone (specs/volcano.md §3.3)."""
+"""backfill: place BestEffort tasks (no requests) that allocate left alone (docs/design/scheduler.md §3.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""enqueue: admit pending jobs (PodGroup Pending → Inqueue) queue by queue (specs/volcano.md §3.1)."""
+"""enqueue: admit pending jobs (PodGroup Pending → Inqueue) queue by queue (docs/design/scheduler.md §3.1)."""
 
 from __future__ import annotations
 

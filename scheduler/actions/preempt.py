@@ -1,5 +1,5 @@
 """preempt: starving jobs take resources from lower-ranked jobs of the same queue, then tasks of a job from that
-job's own tasks (specs/volcano.md §3.4).  Preemptors are pipelined, not bound: the next cycle binds them once the
+job's own tasks (docs/design/scheduler.md §3.4).  Preemptors are pipelined, not bound: the next cycle binds them once the
 victims are gone."""
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _base_ok(preemptor: TaskInfo, victim: TaskInfo) -> bool:
 
 
 # Deliberate safety rule on top of the plugins' votes: Volcano's tier voting can hand the decision to a voter that
-# ignores priority (specs/volcano.md §2.6 quirk), so a preemptor could evict an equal- or higher-priority pod.
+# ignores priority (docs/design/scheduler.md §2.6 quirk), so a preemptor could evict an equal- or higher-priority pod.
 # Here a victim must always rank strictly lower: by job priority between jobs, by task priority inside a job.
 
 

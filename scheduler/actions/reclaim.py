@@ -1,5 +1,5 @@
 """reclaim: starving jobs of a queue take back resources from Running tasks of reclaimable other queues
-(specs/volcano.md §3.5).  Nodes are tried in order without scoring; only resources are re-checked."""
+(docs/design/scheduler.md §3.5).  Nodes are tried in order without scoring; only resources are re-checked."""
 
 from __future__ import annotations
 

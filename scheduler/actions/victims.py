@@ -1,5 +1,5 @@
 """Shared steps of preempt and reclaim: the preemptor's eligibility, node candidates, and evicting victims in
-victim order on one node until the preemptor fits (specs/volcano.md §3.4-3.5)."""
+victim order on one node until the preemptor fits (docs/design/scheduler.md §3.4-§3.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Capacity's explicit quotas: deserved, capability and guarantee per queue (specs/volcano.md §4.6).
+"""Capacity's explicit quotas: deserved, capability and guarantee per queue (docs/design/scheduler.md §4.6).
 
 Unlike proportion, deserved comes from the queue spec; allocation is bounded by the *real
 capability* (so a queue may borrow idle capacity) and reclaim eligibility by deserved.  With

@@ -1,4 +1,4 @@
-"""Dominant resource fairness between jobs (specs/volcano.md §4.4, flat mode)."""
+"""Dominant resource fairness between jobs (docs/design/scheduler.md §4.4, flat mode)."""
 
 from __future__ import annotations
 

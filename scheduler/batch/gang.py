@@ -1,4 +1,4 @@
-"""Gang (all-or-nothing) arithmetic (specs/volcano.md §4.1)."""
+"""Gang (all-or-nothing) arithmetic (docs/design/scheduler.md §4.1)."""
 
 from __future__ import annotations
 

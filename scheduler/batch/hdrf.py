@@ -1,4 +1,4 @@
-"""Hierarchical DRF between queues (specs/volcano.md §4.4, ``enableHierarchy: true``).
+"""Hierarchical DRF between queues (docs/design/scheduler.md §4.4, ``enableHierarchy: true``).
 
 Queues declare a path (annotation ``volcano.sh/hierarchy``, e.g. ``root/eng/dev``) and per-level
 weights (``volcano.sh/hierarchy-weights``, e.g. ``1/50/50``).  Jobs hang as leaves under their

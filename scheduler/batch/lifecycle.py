@@ -1,4 +1,4 @@
-"""PodGroup phase and Queue state rules (specs/volcano.md §5).
+"""PodGroup phase and Queue state rules (docs/design/scheduler.md §5).
 
 The session computes counts; these functions turn them into the phase, counts and state the
 write-back sends, so the rules are testable without a session.

@@ -1,4 +1,4 @@
-"""Node groups and queue affinity to them (specs/volcano.md §4.13)."""
+"""Node groups and queue affinity to them (docs/design/scheduler.md §4.13)."""
 
 from __future__ import annotations
 

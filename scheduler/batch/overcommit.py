@@ -1,4 +1,4 @@
-"""Overcommit's cluster-wide admission throttle (specs/volcano.md §4.10)."""
+"""Overcommit's cluster-wide admission throttle (docs/design/scheduler.md §4.10)."""
 
 from __future__ import annotations
 

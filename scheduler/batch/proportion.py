@@ -1,4 +1,4 @@
-"""Proportion's weighted fair share between queues (specs/volcano.md §4.5).
+"""Proportion's weighted fair share between queues (docs/design/scheduler.md §4.5).
 
 ``water_fill`` computes every queue's *deserved* share of the cluster: each round hands the still
 unclaimed ``remaining`` out by weight to queues whose demand is not yet met, caps a queue by its real

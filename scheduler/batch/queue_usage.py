@@ -1,4 +1,4 @@
-"""What the jobs of each queue use, request and hold in reserve at session open (specs/volcano.md §4.5, §4.6).
+"""What the jobs of each queue use, request and hold in reserve at session open (docs/design/scheduler.md §4.5, §4.6).
 
 Shared by proportion and capacity: ``allocated`` and ``request`` (allocated + pending, ``pods`` included),
 ``inqueue`` (minResources admitted but not yet covered by allocation), ``elastic`` (allocation beyond
@@ -56,21 +56,68 @@ class QueueUsage:
     reserved: Resources = field(default_factory=Resources)
 
 
+class _Sums:
+    """A queue's usage while it is summed: how many jobs allocate (or tasks request) each amount — jobs of a few
+    shapes share a few amounts — and plain integer sums, made :class:`Resources` once at the end (the same values
+    as adding the jobs' Resources one after the other)."""
+
+    __slots__ = ("allocated", "pending", "unreserved", "inqueue", "elastic", "reserved")
+
+    def __init__(self) -> None:
+        self.allocated: dict[Resources, int] = {}
+        self.pending: dict[Resources, int] = {}
+        self.unreserved: dict[Resources, int] = {}   # the allocations of jobs without minResources
+        self.inqueue: dict[str, int] = {}
+        self.elastic: dict[str, int] = {}
+        self.reserved: dict[str, int] = {}
+
+    def usage(self) -> QueueUsage:
+        allocated = _weighted({}, self.allocated)
+        request = _weighted(dict(allocated), self.pending)
+        elastic = _weighted(dict(self.elastic), {r.clamp_nonnegative(): n for r, n in self.unreserved.items()})
+        return QueueUsage(Resources(allocated), Resources(request), Resources(self.inqueue), Resources(elastic),
+                          Resources(self.reserved))
+
+
+def _count(counts: dict[Resources, int], vec: Resources) -> None:
+    counts[vec] = counts.get(vec, 0) + 1
+
+
+def _weighted(total: dict[str, int], counts: Mapping[Resources, int]) -> dict[str, int]:
+    for vec, n in counts.items():
+        for k, v in vec.items():
+            total[k] = total.get(k, 0) + v * n
+    return total
+
+
+def _add(total: dict[str, int], vec: Mapping[str, int]) -> None:
+    for k, v in vec.items():
+        total[k] = total.get(k, 0) + v
+
+
 def queue_usage(jobs: Iterable[JobInfo], queues: Iterable[str]) -> dict[str, QueueUsage]:
-    """Usage of every queue in ``queues`` that has at least one job (Volcano tracks only those)."""
+    """Usage of every queue in ``queues`` that has at least one job (Volcano tracks only those).  A job's
+    ``allocated`` is what its Allocated, Binding, Bound and Running tasks request (:class:`JobInfo` keeps it), so
+    only its pending tasks are visited, and a job without minResources reserves nothing and holds all of its
+    allocation as elastic."""
     known = set(queues)
-    out: dict[str, QueueUsage] = {}
+    sums: dict[str, _Sums] = {}
     for job in jobs:
         if job.queue not in known:
             continue
-        u = out.setdefault(job.queue, QueueUsage())
-        for t in job.tasks_in(*ALLOCATED_STATUS):
-            u.allocated = u.allocated + t.resreq
-            u.request = u.request + t.resreq
-        for t in job.tasks_in(TaskStatus.PENDING):
-            u.request = u.request + t.resreq
-        u.inqueue = u.inqueue + job_inqueue(job)
-        u.elastic = u.elastic + job.elastic()
-        if not job.is_pending():
-            u.reserved = u.reserved + gated_request(job)
-    return out
+        u = sums.get(job.queue)
+        if u is None:
+            u = sums[job.queue] = _Sums()
+        allocated = job.allocated
+        _count(u.allocated, allocated)
+        pending = job.tasks_in(TaskStatus.PENDING)
+        for t in pending:
+            _count(u.pending, t.resreq)
+        if job.min_resources:
+            _add(u.inqueue, job_inqueue(job))
+            _add(u.elastic, job.elastic())
+        else:
+            _count(u.unreserved, allocated)
+        if pending and not job.is_pending():
+            _add(u.reserved, gated_request(job))
+    return {name: u.usage() for name, u in sums.items()}

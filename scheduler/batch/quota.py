@@ -1,4 +1,4 @@
-"""Volcano's resource comparisons on ``Resources`` vectors (specs/volcano.md §2.2).
+"""Volcano's resource comparisons on ``Resources`` vectors (docs/design/scheduler.md §2.2).
 
 ``Resources`` drops zero entries, so "missing" and "zero" coincide; where Volcano distinguishes a
 missing dimension as *Zero* or *Infinity* the caller says which through ``missing_unlimited``.

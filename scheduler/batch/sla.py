@@ -1,4 +1,4 @@
-"""SLA waiting times (specs/volcano.md §4.11)."""
+"""SLA waiting times (docs/design/scheduler.md §4.11)."""
 
 from __future__ import annotations
 

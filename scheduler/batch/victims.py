@@ -1,4 +1,4 @@
-"""Victim safety and selection shared by preempt/reclaim plugins (specs/volcano.md §4.2, §4.3).
+"""Victim safety and selection shared by preempt/reclaim plugins (docs/design/scheduler.md §4.2, §4.3).
 
 * conformance never lets system-critical or ``kube-system`` pods be evicted;
 * a pod (or its PodGroup) annotated/labelled ``volcano.sh/preemptable: "false"`` is never a victim;

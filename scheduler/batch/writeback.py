@@ -1,4 +1,4 @@
-"""What a closed session means for PodGroup and Queue status (specs/volcano.md §2.1 step 7, §5).
+"""What a closed session means for PodGroup and Queue status (docs/design/scheduler.md §2.1 step 7, §5).
 
 Pure functions of the session's JobInfo/QueueInfo values after ``Session.close()`` (where gang has recorded
 ``job.unschedulable`` and ``job.job_fit_error``): the engine's write-back compares their result with the object's

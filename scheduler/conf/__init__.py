@@ -1,4 +1,4 @@
-"""Scheduler configuration in Volcano's format (specs/volcano.md §1, DESIGN.md "Scheduler configuration").
+"""Scheduler configuration in Volcano's format (docs/design/scheduler.md §1).
 
 ``parse_conf`` validates everything up front — action names, plugin names, flag types, and each plugin's
 arguments by building the plugin once — so that a bad file is rejected with a message naming the key while the
@@ -58,7 +58,7 @@ class PluginOption:
     hierarchy: bool = False
 
     def enabled(self, flag: str) -> bool:
-        """``None`` (absent in a programmatic conf) means disabled, as in Volcano (§1.2)."""
+        """``None`` (absent in a programmatic conf) means disabled, as in Volcano (docs/design/scheduler.md §1.2)."""
         return bool(self.flags.get(flag))
 
 

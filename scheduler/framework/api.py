@@ -1,4 +1,4 @@
-"""Session-level model of tasks, jobs, nodes and queues (specs/volcano.md §2.2-2.7).
+"""Session-level model of tasks, jobs, nodes and queues (docs/design/scheduler.md §2.2-§2.7).
 
 A *task* is one pod, a *job* is a PodGroup (or a pod's group of one), a *queue* is a Queue object.  Node
 accounting (idle/used/releasing/pipelined) lives in :class:`scheduler.framework.arrays.NodeArrays` so that every
@@ -87,7 +87,7 @@ _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND
 
 
 def task_status_of(pod: PodView) -> TaskStatus:
-    """The pod's task status as Volcano derives it (§2.4)."""
+    """The pod's task status as Volcano derives it (docs/design/scheduler.md §2.4)."""
     if pod.phase == "Running":
         return TaskStatus.RELEASING if pod.deleting else TaskStatus.RUNNING
     if pod.phase == "Pending":
@@ -202,7 +202,7 @@ def _name_index(name: str) -> int | None:
 
 
 def compare_tasks(left: TaskInfo, right: TaskInfo) -> int:
-    """Volcano's default task order: name index suffix, then creation time, then uid (§2.6)."""
+    """Volcano's default task order: name index suffix, then creation time, then uid (docs/design/scheduler.md §2.6)."""
     li, ri = _name_index(left.name), _name_index(right.name)
     if li is not None and ri is not None and li != ri:
         return -1 if li < ri else 1
@@ -216,7 +216,7 @@ def compare_tasks(left: TaskInfo, right: TaskInfo) -> int:
 
 @dataclass(slots=True, eq=False)
 class JobInfo:
-    """A PodGroup and its tasks, with the task-status index Volcano's readiness checks count over (§2.7)."""
+    """A PodGroup and its tasks, with the task-status index Volcano's readiness checks count over (docs/design/scheduler.md §2.7)."""
 
     uid: str
     name: str
@@ -427,7 +427,7 @@ class JobInfo:
                 out.extend(bucket.values())
         return out
 
-    # ---- readiness (§2.7) ---------------------------------------------------------------------------------------
+    # ---- readiness (docs/design/scheduler.md §2.7) -------------------------------------------------------------------
 
     @property
     def key(self) -> str:
@@ -521,7 +521,7 @@ class JobInfo:
         return any(counts.get(role, 0) < m for role, m in self.min_task_member.items() if m > 0)
 
     def need_continue_allocating(self, failed_roles: set[str]) -> bool:
-        """Whether allocation should go on after a task failed predicates (§2.7)."""
+        """Whether allocation should go on after a task failed predicates (docs/design/scheduler.md §2.7)."""
         if self.min_available == len(self.tasks):
             return False
         if self.min_available < self.task_min_total():

@@ -1,5 +1,5 @@
 """Node accounting as int64 matrices ``[nodes, resources]`` so that a task can be checked against every node at
-once (specs/volcano.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
+once (docs/design/scheduler.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
 
 from __future__ import annotations
 
@@ -164,29 +164,41 @@ class NodeArrays:
         return ""
 
 
-class RowCache:
-    """Memo of a *row-local* vector computation (row i depends only on node i's row and the pod).
+class _Rows:
+    """One signature's values and how much of the change log they have seen."""
 
-    Consecutive pods with the same signature — the common case: replicas of one workload — reuse the previous
-    result and recompute only the rows the node arrays logged as changed since.  ``compute(rows)`` must return
-    the values for ``rows`` (an index array), or for every node when ``rows`` is None.
+    __slots__ = ("value", "seen")
+
+    def __init__(self, value: IntArray, seen: int) -> None:
+        self.value = value
+        self.seen = seen
+
+
+class RowCache:
+    """Memo of a *row-local* vector computation (row i depends only on node i's row and the pod), per pod signature.
+
+    Pods with the same signature — replicas of one workload, or the few shapes of a mixed workload taking turns —
+    reuse the values last computed for it, recomputing only the rows the node arrays logged as changed since.
+    Up to ``slots`` signatures are kept (the least recently used goes first).  ``compute(rows)`` must return the
+    values for ``rows`` (an index array), or for every node when ``rows`` is None.
     """
 
-    def __init__(self, arrays: NodeArrays) -> None:
+    def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
         self.arrays = arrays
-        self.key: Hashable = None
-        self.value: IntArray | None = None
-        self.seen = 0
+        self.slots = slots
+        self._entries: dict[Hashable, _Rows] = {}
 
     def get(self, key: Hashable, compute: Callable[[IntArray | None], IntArray]) -> IntArray:
         log = self.arrays.changes
-        if self.value is not None and key == self.key:
-            if self.seen < len(log):
-                rows = np.unique(np.asarray(log[self.seen:], dtype=np.int64))
-                self.value[rows] = compute(rows)
-                self.seen = len(log)
-            return self.value.copy()
-        self.value = np.asarray(compute(None), dtype=np.int64).copy()
-        self.key = key
-        self.seen = len(log)
-        return self.value.copy()
+        entries = self._entries
+        hit = entries.pop(key, None)
+        if hit is None:
+            hit = _Rows(np.asarray(compute(None), dtype=np.int64).copy(), len(log))
+            if len(entries) >= self.slots:
+                del entries[next(iter(entries))]
+        elif hit.seen < len(log):
+            rows = np.unique(np.asarray(log[hit.seen:], dtype=np.int64))
+            hit.value[rows] = compute(rows)
+            hit.seen = len(log)
+        entries[key] = hit   # most recently used last
+        return hit.value.copy()

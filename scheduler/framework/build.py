@@ -1,4 +1,4 @@
-"""Turning a snapshot into a session's tasks, jobs, nodes and queues (specs/volcano.md §2.1), reusing what earlier
+"""Turning a snapshot into a session's tasks, jobs, nodes and queues (docs/design/scheduler.md §2.1), reusing what earlier
 sessions of the same scheduler derived from objects the snapshot still holds (:mod:`.memo`)."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Evaluate every node for one task with vector arithmetic: the resource check against (future) idle, the plugins'
-vectorised predicates, then the plugins' scores summed (specs/volcano.md §2.6, §3.2).  Per-node Python runs only for
+vectorised predicates, then the plugins' scores summed (docs/design/scheduler.md §2.6, §3.2).  Per-node Python runs only for
 scalar plugins, for failure reasons when a message is needed, and for explanations.  A session with a
 :class:`~scheduler.framework.sampling.NodeSampling` stops allocate's and preempt's search once enough feasible
-nodes were found (§2.9)."""
+nodes were found (docs/design/scheduler.md §2.9)."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def evaluate_nodes(ssn: Session, task: TaskInfo, *, mode: str = "allocate",
                 return False
         return True
 
-    # Allocate and preempt stop once enough feasible nodes were found (§2.9); backfill and single-node checks
+    # Allocate and preempt stop once enough feasible nodes were found (docs/design/scheduler.md §2.9); backfill and single-node checks
     # look at every node they are given.
     sampling = ssn.node_sampling if candidates is None and mode != "backfill" else None
     if sampling is not None and sampling.nodes_to_find(n) < n:
@@ -159,7 +159,7 @@ def _record(ssn: Session, task: TaskInfo) -> ExplainRecord:
 
 
 def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> IntArray:
-    """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (§2.6)."""
+    """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md §2.6)."""
     n = len(ssn.nodes)
     total = np.zeros(n, dtype=np.int64)
     explain = ssn.explain is not None

@@ -1,4 +1,4 @@
-"""Plugin and action registries and the lenient argument reader (specs/volcano.md §1.1).
+"""Plugin and action registries and the lenient argument reader (docs/design/scheduler.md §1.1).
 
 A plugin is built once per session from its conf arguments; ``on_session_open`` registers callbacks on the
 session and computes per-session state; ``on_session_close`` writes back.  Built-in plugins live one per module

@@ -1,4 +1,4 @@
-"""How many feasible nodes a task's search looks for before it stops (specs/volcano.md §2.9).
+"""How many feasible nodes a task's search looks for before it stops (docs/design/scheduler.md §2.9).
 
 On a large cluster Volcano does not check every node for every task: the search walks the nodes from where the
 previous search stopped and ends once ``nodes_to_find`` feasible ones were found; only those are scored.  The
@@ -8,16 +8,8 @@ less, an adaptive share of ``50 - N/125`` percent, never under ``minimum_percent
 (``--minimum-percentage-nodes-to-find``, 5); never fewer than ``minimum_nodes`` nodes.  At 5,000 nodes the
 adaptive share is 500 nodes per task; up to 100 nodes nothing changes.
 
-Volcano's default is the adaptive share.  Loadwise's is every node (``percentage`` 100): the resource check,
-the vectorised predicates and scores run over all nodes at once either way, so a limit only saves the per-node
-(scalar) predicates and scorers, and on the 5,000-node benchmark it made scheduling slower (516 against 567
-pods/s) while placing every pod on the best of a tenth of the cluster.  Set ``--percentage-nodes-to-find 0``
-for Volcano's behaviour, or a limit when a conf's per-node plugins (a third-party plugin's predicate or
-node-order function: the built-in ones are all vectorised) dominate.
-
-Volcano checks nodes on 16 workers, so where a search stops is not exactly repeatable there; here it walks
-them in order, so the same cluster and pods give the same placements.  The rotating start spreads tasks over
-the cluster as Volcano's does.
+Loadwise's default is every node (``percentage`` 100), not Volcano's adaptive share, and the walk is in order
+rather than on parallel workers, so placements are repeatable; docs/design/differences.md §1.5 says why.
 """
 
 from __future__ import annotations

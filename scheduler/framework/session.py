@@ -1,5 +1,5 @@
 """One scheduling cycle: the snapshot turned into tasks/jobs/nodes/queues, the callbacks plugins registered, and
-the tier-voting rules that combine them (specs/volcano.md §2.1, §2.6).
+the tier-voting rules that combine them (docs/design/scheduler.md §2.1, §2.6).
 
 Actions only call the session's combined entry points (``job_ready``, ``preemptable``, ``evaluate`` ...); they
 never look at individual plugins.  External effects (binds, evictions) go through a :class:`SessionSink`.
@@ -404,7 +404,7 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self._all_true("preemptive", queue, task)
 
-    # ---- victims (§2.6: intersection inside a tier, empty list passes to the next tier) -------------------------
+    # ---- victims (docs/design/scheduler.md §2.6: intersection inside a tier, an empty list passes on) ----------------
 
     def _victims(self, kind: str, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
         for row in self._tiers(kind):
@@ -436,7 +436,7 @@ class Session:
         return self._victims("reclaimable", reclaimer, candidates)
 
     def victim_order(self, preemptor: TaskInfo) -> Callable[[TaskInfo, TaskInfo], int]:
-        """Volcano's victims priority queue order: popped first = evicted first (§2.6)."""
+        """Volcano's victims priority queue order: popped first = evicted first (docs/design/scheduler.md §2.6)."""
         pjob = self.jobs.get(preemptor.job)
 
         def cmp(left: TaskInfo, right: TaskInfo) -> int:

@@ -1,5 +1,5 @@
 """A consistent, parsed view of the cluster for one session, and how pods become tasks and jobs
-(specs/volcano.md §2.1; DESIGN.md: pods without a group form a group of one)."""
+(docs/design/scheduler.md §2.1; pods without a group form a group of one, docs/design/differences.md §1.2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tentative operations applied to the session at once and sent to the cluster only on commit
-(specs/volcano.md §2.5).  Discard undoes them in reverse order."""
+(docs/design/scheduler.md §2.5).  Discard undoes them in reverse order."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Filter outcomes as data: per-node statuses with a code, a reason and the plugin that said it, aggregated into
-kube's "0/N nodes are available: ..." message (specs/kube-scoring.md §7, specs/volcano.md §2.8)."""
+kube's "0/N nodes are available: ..." message (docs/design/kube-scoring.md §7, docs/design/scheduler.md §2.8)."""
 
 from __future__ import annotations
 

@@ -1,2 +1,2 @@
-"""Load-aware scheduling core (Koordinator LoadAwareScheduling, specs/koordinator.md §1): args, estimator,
+"""Load-aware scheduling core (Koordinator LoadAwareScheduling, docs/design/loadaware.md): args, estimator,
 assigned-pod cache, per-node threshold profiles and the vectorised filter/score."""

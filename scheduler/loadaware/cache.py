@@ -1,4 +1,4 @@
-"""Assigned-pod cache and the per-node "existing load" sums (specs/koordinator.md §1.5, §1.8).
+"""Assigned-pod cache and the per-node "existing load" sums (docs/design/loadaware.md §5, §8).
 
 Pods bound or reserved to a node are estimated until the node agent's NodeMetric reflects them, so a burst of
 pods in one session does not pile onto the node whose (stale) metric looks idlest.
@@ -20,7 +20,7 @@ from common.resources import Resources
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
 
-__all__ = ["AssignedPod", "AssignedPodCache", "MetricLoad", "NodeLoad", "metric_load", "node_load", "load_rows", "existing_load",
+__all__ = ["AssignedPod", "AssignedPodCache", "Stamp", "stamped_entry", "MetricLoad", "NodeLoad", "metric_load", "node_load", "load_rows", "existing_load",
            "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION", "NodeEntries"]
 
 RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
@@ -76,8 +76,29 @@ def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> As
     return assigned_entry(pod, node, now, args)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """How the entry of a pod without a PodScheduled time is dated: with the session's time, and a deadline that
+    time plus ``after_scheduled`` seconds (None: the deadline does not depend on it)."""
+
+    after_scheduled: int | None
+
+    def apply(self, entry: AssignedPod, now: float) -> AssignedPod:
+        """``entry`` as :func:`assigned_entry` makes it at ``now``."""
+        if entry.timestamp == now:
+            return entry
+        deadline = entry.deadline if self.after_scheduled is None else now + self.after_scheduled
+        return AssignedPod(entry.key, entry.node, entry.estimate, entry.is_prod, now, deadline)
+
+
 def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, bool]:
     """:func:`assigned_pod`, and whether the entry depends on ``now`` (no PodScheduled time: it is stamped now)."""
+    entry, stamp = stamped_entry(pod, node, now, args)
+    return entry, stamp is not None
+
+
+def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, Stamp | None]:
+    """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None)."""
     names = args.resource_names
     est = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
     scheduled = _condition_time(pod, "PodScheduled")
@@ -88,13 +109,15 @@ def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> 
                            args.allow_customize_estimation)
     initialized = _condition_time(pod, "Initialized")
     deadline: float | None = None
+    from_timestamp: int | None = None
     if after_init and after_init > 0 and initialized is not None:
         deadline = initialized + after_init
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
+        from_timestamp = after_sched
     entry = AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
                         pod.priority_class == PriorityClass.PROD, timestamp, deadline)
-    return entry, scheduled is None
+    return entry, (Stamp(from_timestamp) if scheduled is None else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +199,7 @@ class AssignedPodCache:
 
 @dataclass(frozen=True, slots=True)
 class NodeLoad:
-    """The sums of §1.5 for one node, as vectors in the args' resource order."""
+    """The sums of docs/design/loadaware.md §5 for one node, as vectors in the args' resource order."""
 
     node_usage: IntArray | None
     aggregated: Mapping[tuple[str, float], IntArray]
@@ -274,7 +297,7 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
 
 
 def _sums(m: MetricLoad, pods: Iterable[AssignedPod], k: int) -> tuple[list[int], list[int], list[int], list[int]]:
-    """prod usage, node delta, prod delta and node estimate of §1.5 over the node's assigned pods."""
+    """prod usage, node delta, prod delta and node estimate of docs/design/loadaware.md §5 over the node's assigned pods."""
     prod_usage = list(m.base_prod_usage)
     node_delta = [0] * k
     prod_delta = [0] * k
@@ -413,7 +436,7 @@ def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, fl
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:
-    """Existing load for Filter/Score (§1.5 end); None when ``status.nodeMetric`` is absent for a non-prod query."""
+    """Existing load for Filter/Score (docs/design/loadaware.md §5); None when ``status.nodeMetric`` is absent for a non-prod query."""
     if prod:
         return load.prod_usage + load.prod_delta
     if agg_type:

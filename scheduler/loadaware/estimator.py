@@ -1,4 +1,4 @@
-"""Koordinator's default pod estimator (specs/koordinator.md §1.4): what a pod will use before it is measured."""
+"""Koordinator's default pod estimator (docs/design/loadaware.md §4): what a pod will use before it is measured."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (specs/koordinator.md §1.6-1.7).
+"""Vectorised LoadAwareScheduling Filter and Score over all session nodes (docs/design/loadaware.md §6-§7).
 
 Everything that depends only on the node (threshold profile, existing load, metric freshness) is precomputed into
 ``[n, k]`` matrices when the session opens; a pod then costs a handful of NumPy operations over every node.
@@ -17,7 +17,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load
+from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load, node_load
 from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
@@ -27,6 +27,8 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 EXPIRED_REASON = "node(s) nodeMetric expired"
+# LoadAwareState.packed: reason code * _PACK + failing resource index + 1 (far more than any resource count)
+_PACK = 1 << 16
 
 
 def is_expired(update_time: float | None, now: float, expiration_seconds: int) -> bool:
@@ -210,11 +212,13 @@ class LoadAwareState:
         load = np.where(prod_pod[:, None], self.load_prod, self.load_filter)
         return prod_pod, thr, load
 
-    def used_percent(self, load: IntArray, estimate: IntArray) -> IntArray:
+    def used_percent(self, load: IntArray, estimate: IntArray, rows: IntArray | None = None) -> IntArray:
+        """Per node (or per node of ``rows``, the rows of ``load``): the used percent with the pod's estimate."""
+        sel = slice(None) if rows is None else rows
         # same float arithmetic as _percent (used / alloc * 100, then half-up), with the divisor precomputed
-        pct = (load + estimate[None, :]).astype(np.float64) / self._alloc_div * 100.0
+        pct = (load + estimate[None, :]).astype(np.float64) / self._alloc_div[sel] * 100.0
         whole = np.floor(pct)
-        out: IntArray = np.where(self._alloc_pos, whole + (pct - whole >= 0.5), 0.0).astype(np.int64)
+        out: IntArray = np.where(self._alloc_pos[sel], whole + (pct - whole >= 0.5), 0.0).astype(np.int64)
         return out
 
     def _static_masks(self, is_prod: bool) -> _Static:
@@ -238,21 +242,28 @@ class LoadAwareState:
                                            bool(cap_on.any()))
         return got
 
-    def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool) -> LoadFilter:
-        n = len(self.node_names)
+    def filter(self, estimate: IntArray, *, is_prod: bool, is_daemonset: bool,
+               rows: IntArray | None = None) -> LoadFilter:
+        """The filter on every node, or on ``rows`` only (each row depends on that node alone)."""
+        n = len(self.node_names) if rows is None else len(rows)
         if is_daemonset or n == 0:
             return LoadFilter(np.ones(n, dtype=np.bool_), np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64),
                               np.zeros(n, dtype=np.bool_))
-        prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
+        prod_pod, _thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
+        thr, caps = _thr, self.waterline_cap
+        if rows is not None:
+            prod_pod, thr_on, cap_on = prod_pod[rows], thr_on[rows], cap_on[rows]
+            thr, code, caps = thr[rows], code[rows], caps[rows]
+        load_filter = self.load_filter if rows is None else self.load_filter[rows]
         if prod_any:
-            load = np.where(prod_pod[:, None], self.load_prod, self.load_filter)
+            load = np.where(prod_pod[:, None], self.load_prod if rows is None else self.load_prod[rows], load_filter)
         else:
-            load = self.load_filter
-        pct = self.used_percent(load, estimate)
+            load = load_filter
+        pct = self.used_percent(load, estimate, rows)
         over_thr = thr_on & (pct > thr)
         any_thr = over_thr.any(axis=1)
         if cap_any:
-            over_cap = cap_on & (pct > self.waterline_cap)
+            over_cap = cap_on & (pct > caps)
             any_cap = over_cap.any(axis=1) & ~any_thr
             failing = bool(any_thr.any()) or bool(any_cap.any())
         else:
@@ -265,6 +276,16 @@ class LoadAwareState:
         failed = np.where(any_thr, np.argmax(over_thr, axis=1), np.where(any_cap, np.argmax(over_cap, axis=1), -1))
         code = np.where(any_thr, 2, np.where(any_cap, 3, code))
         return LoadFilter(code == 0, failed.astype(np.int64), code.astype(np.int64), prod_pod)
+
+    def packed(self, result: LoadFilter) -> IntArray:
+        """The filter's outcome per node as one integer (0 = passes): what a row cache keeps (:meth:`unpacked`)."""
+        out: IntArray = result.reason_code * _PACK + result.failed_resource + 1
+        return out
+
+    def unpacked(self, packed: IntArray, *, is_prod: bool) -> LoadFilter:
+        """The :class:`LoadFilter` over every node that :meth:`packed` made ``packed`` of."""
+        prod_pod = self._static_masks(is_prod)[0]
+        return LoadFilter(packed == 0, packed % _PACK - 1, packed // _PACK, prod_pod)
 
     def reason(self, result: LoadFilter, i: int) -> str:
         code = int(result.reason_code[i])
@@ -297,39 +318,43 @@ class LoadAwareState:
             {r: int(c) for r, c in zip(self.names, self.waterline_cap[i].tolist(), strict=True) if c},
             {r: int(p) for r, p in zip(self.names, pct.tolist(), strict=True)})
 
+    def estimated_pods(self, i: int, *, prod: bool) -> list[tuple[str, tuple[int, ...]]]:
+        """Read-only, for ``explain``: the pods on node ``i`` whose estimate counts in its filter load, each with
+        the amount counted (its estimate above its reported usage), in resource order; the node's load is its
+        measured usage plus these."""
+        name = self.node_names[i]
+        metric = self.metrics.get(name)
+        if metric is None:
+            return []
+        m = metric_load(metric, self.args)
+        out: list[tuple[str, tuple[int, ...]]] = []
+        for pod in self.cache.pods_on(name):
+            load = node_load(metric, (pod,), self.args, m)
+            delta = load.prod_delta if prod else load.node_delta
+            if delta.any():
+                out.append((pod.key, tuple(int(v) for v in delta.tolist())))
+        return out
+
+    def filter_load(self, i: int, *, prod: bool) -> tuple[int, ...]:
+        """Read-only, for ``explain``: node ``i``'s existing load the filter compares (measured + estimated)."""
+        row = self.load_prod[i] if prod else self.load_filter[i]
+        return tuple(int(v) for v in row.tolist())
+
     # ---- score ----------------------------------------------------------------------------------------------------
 
     def score(self, estimate: IntArray, *, is_prod: bool, rows: IntArray | None = None) -> IntArray:
         """Scores of every node, or of ``rows`` only (each row depends on that node alone)."""
-        if rows is not None:
-            return self._score_rows(estimate, is_prod, rows)
-        n = len(self.node_names)
+        n = len(self.node_names) if rows is None else len(rows)
         dominant = self.args.dominant_resource_weight
         if n == 0 or (not self.weights.any() and dominant == 0):
             return np.zeros(n, dtype=np.int64)
         prod_pod = self.args.score_according_prod_usage and is_prod
         load = self.load_prod if prod_pod else self.load_score
-        used = load + estimate[None, :]
         alloc = self.allocatable
-        safe = np.where(alloc > 0, alloc, 1)
-        s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
-        total = (s * self.weights[None, :]).sum(axis=1)
-        if dominant:
-            total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
-        wsum = int(self.weights.sum()) + dominant
-        out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
         valid = self.has_metric & ~self.expired & self.has_status
-        return np.where(valid, out, 0).astype(np.int64)
-
-    def _score_rows(self, estimate: IntArray, is_prod: bool, rows: IntArray) -> IntArray:
-        n = len(rows)
-        dominant = self.args.dominant_resource_weight
-        if n == 0 or (not self.weights.any() and dominant == 0):
-            return np.zeros(n, dtype=np.int64)
-        prod_pod = self.args.score_according_prod_usage and is_prod
-        load = (self.load_prod if prod_pod else self.load_score)[rows]
+        if rows is not None:
+            load, alloc, valid = load[rows], alloc[rows], valid[rows]
         used = load + estimate[None, :]
-        alloc = self.allocatable[rows]
         safe = np.where(alloc > 0, alloc, 1)
         s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
         total = (s * self.weights[None, :]).sum(axis=1)
@@ -337,5 +362,4 @@ class LoadAwareState:
             total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
         wsum = int(self.weights.sum()) + dominant
         out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
-        valid = (self.has_metric & ~self.expired & self.has_status)[rows]
         return np.where(valid, out, 0).astype(np.int64)

@@ -4,8 +4,9 @@ session to the next (see :mod:`scheduler.framework.memo`).
 Every entry is keyed by the identity of the parsed objects it was computed from — the pod for its assigned-pod
 entry, the node's annotations for its threshold profile, the NodeMetric plus the node's assigned-pod entries for
 its existing-load rows, the policy objects and node views for the waterline caps — so an object the scheduler cache
-replaced is recomputed, never served stale.  Entries that depend on the session's time are not kept: an assigned
-pod without a PodScheduled time is stamped with ``now``; metric expiry is worked out every session.
+replaced is recomputed, never served stale.  What depends on the session's time is dated anew: an assigned pod
+without a PodScheduled time is stamped with ``now`` (its entry is kept with how to date it, :class:`Stamp`); metric
+expiry is worked out every session.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from common.objects import NodeMetricView, NodeView, PodView
 from scheduler.framework.memo import SessionMemo
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, MetricLoad, NodeEntries, assigned_entry, enters_cache, metric_load
+from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, metric_load, stamped_entry
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
 __all__ = ["LoadAwareMemo", "NodeRows"]
@@ -75,7 +76,10 @@ class LoadAwareMemo:
                   self._estimates):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
-        self._node_entries: dict[str, tuple[tuple[PodView, ...], tuple[AssignedPod | None, ...], NodeEntries]] = {}
+        # per node: its pods, their entries, the group of them, and the session time they were dated with (None: no
+        # entry depends on it)
+        self._node_entries: dict[str, tuple[tuple[PodView, ...], tuple[AssignedPod | None, ...], NodeEntries,
+                                            float | None]] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
         self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
@@ -94,17 +98,19 @@ class LoadAwareMemo:
         return self._assigned_kept(pod, now)[0]
 
     def _assigned_kept(self, pod: PodView, now: float) -> tuple[AssignedPod | None, bool]:
-        """:meth:`assigned`, and whether the answer is kept (False: it depends on ``now``)."""
-        hit: tuple[AssignedPod | None] | None = self._assigned.get(pod)
-        if hit is not None:
-            return hit[0], True
-        if not enters_cache(pod):
-            self._assigned.put(pod, (None,))
-            return None, True
-        entry, uses_now = assigned_entry(pod, pod.node_name, now, self.args)
-        if not uses_now:
-            self._assigned.put(pod, (entry,))
-        return entry, not uses_now
+        """:meth:`assigned`, and whether the answer holds at any time (False: it is dated with ``now``, and a
+        session at another time dates it anew from what is kept)."""
+        hit: tuple[AssignedPod | None, Stamp | None] | None = self._assigned.get(pod)
+        if hit is None:
+            made = stamped_entry(pod, pod.node_name, now, self.args) if enters_cache(pod) else (None, None)
+            hit = self._assigned.put(pod, made)
+        entry, stamp = hit
+        if entry is None or stamp is None:
+            return entry, True
+        if entry.timestamp != now:
+            entry = stamp.apply(entry, now)
+            self._assigned.put(pod, (entry, stamp))
+        return entry, False
 
     def estimate(self, pod: PodView, compute: Callable[[PodView], IntArray]) -> IntArray:
         """``compute(pod)`` (the pod's estimated usage under these arguments), once per pod object."""
@@ -148,13 +154,14 @@ class LoadAwareMemo:
 
     def node_entries(self, node: str, pods: Sequence[PodView], now: float) -> NodeEntries:
         """The entries of the pods on ``node`` (those entering the cache), kept while they are the same pod
-        objects and none was stamped with the session's time; when some changed, the others' entries are
-        taken over."""
+        objects and, if any was dated with the session's time, the time is the same; when some changed, the
+        others' entries are taken over."""
         hit = self._node_entries.get(node)
-        if hit is not None and _same(hit[0], pods):
+        current = hit is not None and (hit[3] is None or hit[3] == now)
+        if hit is not None and current and _same(hit[0], pods):
             return hit[2]
         # the previous pods are still held by `hit`, so their ids cannot belong to another object
-        before = {id(p): e for p, e in zip(hit[0], hit[1], strict=True)} if hit is not None else {}
+        before = {id(p): e for p, e in zip(hit[0], hit[1], strict=True)} if hit is not None and current else {}
         per_pod: list[AssignedPod | None] = []
         kept = True
         for pod in pods:
@@ -165,19 +172,14 @@ class LoadAwareMemo:
             per_pod.append(entry)
             kept = kept and keep
         group = NodeEntries.of(node, [e for e in per_pod if e is not None])
-        if kept:
-            self._node_entries[node] = (tuple(pods), tuple(per_pod), group)
-        else:
-            self._node_entries.pop(node, None)
+        self._node_entries[node] = (tuple(pods), tuple(per_pod), group, None if kept else now)
         return group
 
     def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:
         """:meth:`assigned` of every pod that enters the cache, in order."""
-        table = self._assigned
         out: list[AssignedPod] = []
         for pod in pods:
-            hit: tuple[AssignedPod | None] | None = table.get(pod)
-            entry = hit[0] if hit is not None else self.assigned(pod, now)
+            entry = self._assigned_kept(pod, now)[0]
             if entry is not None:
                 out.append(entry)
         return out

@@ -1,4 +1,4 @@
-"""Effective per-node threshold profile: plugin args overridden by the node annotation (specs/koordinator.md §1.6.2)."""
+"""Effective per-node threshold profile: plugin args overridden by the node annotation (docs/design/loadaware.md §6.2)."""
 
 from __future__ import annotations
 

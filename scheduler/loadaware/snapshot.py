@@ -1,5 +1,5 @@
-"""Build a session's load-aware state from parsed cluster objects: which pods enter the assigned-pod cache
-(specs/koordinator.md §1.5), node allocatable estimation (``node.koordinator.sh/raw-allocatable``, §1.4), and
+"""Build a session's load-aware state from parsed cluster objects (docs/design/loadaware.md §4, §5): which pods
+enter the assigned-pod cache, node allocatable estimation (``node.koordinator.sh/raw-allocatable``), and
 the NumPy allocatable matrix in the args' resource order."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""balancedallocation: kube's NodeResourcesBalancedAllocation, current formula (specs/kube-scoring.md §5).
+"""balancedallocation: kube's NodeResourcesBalancedAllocation, current formula (docs/design/kube-scoring.md §5).
 
 Prefers nodes whose cpu/memory (and other configured resources) would be used in balanced proportions.  Works on
 real requests (no non-zero defaults); the v1.36 score rates the *change* in balance the pod brings
@@ -27,6 +27,8 @@ from scheduler.scoring.resource_fit import parse_resource_weights
 __all__ = ["NAME", "BalancedAllocation", "balanced_scores"]
 
 NAME = "balancedallocation"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("resources",)
 IntArray = npt.NDArray[np.int64]
 
 

@@ -1,4 +1,4 @@
-"""binpack: Volcano's bin-packing score (specs/volcano.md §4.9) — fuller nodes score higher, so small jobs leave
+"""binpack: Volcano's bin-packing score (docs/design/scheduler.md §4.9) — fuller nodes score higher, so small jobs leave
 whole nodes free for big ones.
 
 Arguments (Volcano's keys): ``binpack.weight`` (default 1; 0 = the plugin registers nothing), ``binpack.cpu``,
@@ -23,6 +23,8 @@ from scheduler.scoring.binpack import parse_binpack_arguments
 __all__ = ["NAME", "Binpack"]
 
 NAME = "binpack"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources")
 IntArray = npt.NDArray[np.int64]
 
 
@@ -30,7 +32,7 @@ class Binpack:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.weights = parse_binpack_arguments(dict(args))
+        self.weights = parse_binpack_arguments(args)
         self.weight = args.score_weight()
 
     def on_session_open(self, ssn: Session) -> None:

@@ -1,5 +1,5 @@
 """capacity: explicit per-queue quotas — ``deserved`` (entitlement), ``capability`` (hard cap) and ``guarantee``
-(never reclaimed below) — optionally as a queue tree through ``spec.parent`` (specs/volcano.md §4.6).
+(never reclaimed below) — optionally as a queue tree through ``spec.parent`` (docs/design/scheduler.md §4.6).
 
 Unlike proportion, a queue may borrow idle capacity up to its (real) capability, and what it holds beyond its
 deserved share is what other queues can reclaim.  In hierarchical mode (``enableHierarchy: true``) only leaf queues
@@ -37,6 +37,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 __all__ = ["Capacity"]
 
 NAME = "capacity"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("ancestorReclaimLevel",)
 log = logging.getLogger(__name__)
 
 

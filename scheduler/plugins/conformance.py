@@ -1,10 +1,10 @@
-"""conformance: never evict what the cluster needs to run (specs/volcano.md §4.3).
+"""conformance: never evict what the cluster needs to run (docs/design/scheduler.md §4.3).
 
 Pods of ``kube-system`` and pods with the ``system-cluster-critical`` / ``system-node-critical`` priority classes are
 never victims of preempt or reclaim.  Loadwise also keeps here the ``volcano.sh/preemptable: "false"`` marker of a
 pod's PodGroup (the pod-level marker is honoured by the actions themselves).
 
-Voting alone cannot promise that: under the tier rules (specs/volcano.md §2.6) a tier whose intersection comes out
+Voting alone cannot promise that: under the tier rules (docs/design/scheduler.md §2.6) a tier whose intersection comes out
 empty hands the decision to later voters or the next tier, which may not include conformance.  So at session open
 conformance also marks every protected task not preemptable, which the preempt and reclaim actions' own candidate
 filters respect whatever the votes say.
@@ -22,6 +22,8 @@ from scheduler.framework.session import PERMIT, Session
 __all__ = ["Conformance"]
 
 NAME = "conformance"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 class Conformance:
@@ -43,9 +45,22 @@ class Conformance:
             return [t for t in evictees if evictable(t)], PERMIT
 
         if guarding:
+            # evictable(task) for a preemptable task, without building its facts: whether conformance allows its
+            # namespace and priority class (a handful of pairs), and whether its job is preemptable
+            allowed: dict[tuple[str, str], bool] = {}
+            jobs = ssn.jobs
             on_nodes = (t for n in ssn.nodes for t in n.tasks.values())
             for task in itertools.chain(ssn.tasks.values(), on_nodes):
-                if task.preemptable and not evictable(task):
+                if not task.preemptable:
+                    continue
+                pod = task.pod
+                key = (pod.namespace, pod.priority_class_name)
+                ok = allowed.get(key)
+                if ok is None:
+                    ok = allowed[key] = conformance_allows(VictimFacts(namespace=key[0], priority_class_name=key[1],
+                                                                       job_id="", job_priority=0, task_priority=0))
+                job = jobs.get(task.job)
+                if not ok or (job is not None and not job.preemptable):
                     task.preemptable = False
         ssn.add_preemptable_fn(NAME, victims)
         ssn.add_reclaimable_fn(NAME, victims)

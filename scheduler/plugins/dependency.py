@@ -25,6 +25,8 @@ from scheduler.predicates.dependency import LABELS_ANNOTATION, NAMESPACE_ANNOTAT
 __all__ = ["NAME", "NAMESPACES_KEY", "Dependency"]
 
 NAME = "dependency"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 NAMESPACES_KEY = "namespaces"
 
 

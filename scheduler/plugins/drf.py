@@ -1,4 +1,4 @@
-"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (specs/volcano.md §4.4).
+"""drf: dominant resource fairness between jobs, optionally hierarchical between queues (docs/design/scheduler.md §4.4).
 
 Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
 preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With
@@ -15,13 +15,15 @@ from collections.abc import Mapping
 from common.resources import Resources
 from scheduler.batch.drf import DrfCandidate, drf_victims, job_share
 from scheduler.batch.hdrf import HdrfTree, QueuePath, parse_queue_path
-from scheduler.framework.api import ALLOCATED_STATUS, JobInfo, QueueInfo, TaskInfo
+from scheduler.framework.api import JobInfo, QueueInfo, TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import PERMIT, EventHandler, Session
 
 __all__ = ["Drf"]
 
 NAME = "drf"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 log = logging.getLogger(__name__)
 
 
@@ -51,13 +53,16 @@ class Drf:
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
-        self.allocated, self.share = {}, {}
-        for job in ssn.jobs.values():
-            alloc = Resources()
-            for t in job.tasks_in(*ALLOCATED_STATUS):
-                alloc = alloc + t.resreq
-            self.allocated[job.uid] = alloc
-            self._update(job.uid)
+        # a job's allocated is what its Allocated, Binding, Bound and Running tasks request (JobInfo keeps it); the
+        # share depends on that amount alone, and jobs of a few shapes hold the same amounts
+        self.allocated = {job.uid: job.allocated for job in ssn.jobs.values()}
+        shares: dict[Resources, float] = {}
+        self.share = {}
+        for uid, alloc in self.allocated.items():
+            got = shares.get(alloc)
+            if got is None:
+                got = shares[alloc] = job_share(alloc, self.total)
+            self.share[uid] = got
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share.get(left.uid, 0.0), self.share.get(right.uid, 0.0)

@@ -1,4 +1,4 @@
-"""gang: all-or-nothing placement by ``minMember`` / ``minTaskMember`` (specs/volcano.md §4.1).
+"""gang: all-or-nothing placement by ``minMember`` / ``minTaskMember`` (docs/design/scheduler.md §4.1).
 
 A job whose gang cannot be met is invalid (not scheduled at all), is ready only once ``minMember`` tasks are placed
 (allocate binds nothing before that), may be pipelined while victims terminate, and never loses tasks to preemption
@@ -27,6 +27,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session, V
 __all__ = ["Gang", "gang_fit_error", "schedulable_task_num", "validate"]
 
 NAME = "gang"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 SCHEDULABLE, UNSCHEDULABLE = "Schedulable", "Unschedulable"
 
 

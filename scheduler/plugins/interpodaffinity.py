@@ -39,6 +39,8 @@ from .podtopologyspread import Matcher, PodIndex, SpreadCheck
 __all__ = ["NAME", "Term", "PodTerms", "pod_terms", "InterPodAffinityCheck", "InterPodAffinity"]
 
 NAME = "interpodaffinity"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods")
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

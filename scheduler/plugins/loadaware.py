@@ -1,4 +1,4 @@
-"""loadaware: Koordinator's LoadAwareScheduling on our session (specs/koordinator.md §1): filter nodes whose real
+"""loadaware: Koordinator's LoadAwareScheduling on our session (docs/design/loadaware.md): filter nodes whose real
 usage plus the estimated usage of pods placed but not yet in metrics would exceed the thresholds, and score nodes
 by their remaining real capacity.  Allocations made in this session are reserved in the plugin's assigned-pod
 cache at once, so several pods placed in one session see each other.
@@ -10,6 +10,14 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 ``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+
+Starvation relief (``relaxAfterSeconds``, default 0 = off): a pod that has been pending at least that long (since
+its creation) is no longer filtered on usage, only scored, so it goes wherever the other plugins (resource fit
+first) accept it, still preferring the coolest of those nodes.  Load-awareness then delays a pod by at most the
+bound; without it a pod that fits only on warm nodes can wait out a whole peak (docs/configure.md).
+
+Pressure filtering (``cpuPressureThreshold``, off by default): nodes whose reported CPU pressure is above
+the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 """
 
 from __future__ import annotations
@@ -38,13 +46,25 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
-from scheduler.loadaware.evaluate import LoadAwareState
+from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.pressure import PressureFilter
 from scheduler.loadaware.snapshot import open_state
 
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
 
 NAME = "loadaware"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "filterExpiredNodeMetrics", "nodeMetricExpirationSeconds", "enableScheduleWhenNodeMetricsExpired",
+    "resourceWeights", "dominantResourceWeight", "usageThresholds", "prodUsageThresholds", "prodUsageIncludeSys",
+    "scoreAccordingProdUsage", "estimator", "estimatedScalingFactors", "estimatedSecondsAfterPodScheduled",
+    "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
+    "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
+    "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "relaxAfterSeconds",
+    "cpuPressureThreshold",
+)
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
 # Snapshot.extra key: the WaterlinePolicy objects in force (views or raw dicts)
@@ -128,7 +148,7 @@ class LoadAware:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.args = parse_loadaware_args(dict(args), source=f"plugin {NAME} arguments")
+        self.args = parse_loadaware_args(args, source=f"plugin {NAME} arguments")
         self.weight = args.score_weight()
         self.state: LoadAwareState | None = None
         self._estimates: dict[str, IntArray] = {}
@@ -170,14 +190,45 @@ class LoadAware:
         own = self._reserve_rebalanced(state, views, ssn.now)
         self.state = state
 
-        def predicate(task: TaskInfo) -> FilterResult:
-            entries = own.get(workload_of(task.pod)) if own else None
-            with _released(state, entries):
-                res = state.filter(self.estimate(task), is_prod=task.pod.priority_class == PriorityClass.PROD,
-                                   is_daemonset=task.pod.is_daemonset)
-            return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
-
+        pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
+                    if self.args.cpu_pressure_threshold else None)
+        # rows change only when a pod is placed on or removed from a node, which the node arrays log
+        filters = RowCache(ssn.arrays)
         rows = RowCache(ssn.arrays)
+
+        relax_after = self.args.relax_after_seconds
+
+        def predicate(task: TaskInfo) -> FilterResult:
+            created = task.pod.creation_time
+            if relax_after and created is not None and ssn.now - created >= relax_after:
+                return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            entries = own.get(workload_of(task.pod)) if own else None
+            if task.pod.is_daemonset or entries:  # a daemon pod, or a moved pod's replacement: past the row memo
+                with _released(state, entries):  # the replacement does not see its own reservation
+                    res = state.filter(est, is_prod=is_prod, is_daemonset=task.pod.is_daemonset)
+                return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
+            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
+                state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
+
+            unpacked: list[LoadFilter] = []   # made when the first reason is asked for
+
+            def reasons(i: int) -> list[tuple[Code, str]]:
+                if not unpacked:
+                    unpacked.append(state.unpacked(packed, is_prod=is_prod))
+                return [(Code.UNSCHEDULABLE, state.reason(unpacked[0], i))]
+            return FilterResult(packed == 0, lazy=reasons)
+
+        def with_pressure(task: TaskInfo) -> FilterResult:
+            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set); a pod past
+            relaxAfterSeconds is relieved of both."""
+            res = predicate(task)
+            created = task.pod.creation_time
+            if pressure is None or (relax_after and created is not None and ssn.now - created >= relax_after):
+                return res
+            return FilterResult(res.passed & pressure.passed, lazy=lambda i: res.found(i) if not res.passed[i]
+                                else [(Code.UNSCHEDULABLE, pressure.reason(i))])
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
@@ -187,7 +238,6 @@ class LoadAware:
                 with _released(state, entries):
                     mine: IntArray = state.score(est, is_prod=is_prod) * self.weight
                 return mine
-            # rows change only when a pod is placed on or removed from a node, which the node arrays log
             raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
@@ -201,7 +251,7 @@ class LoadAware:
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
 

@@ -1,4 +1,4 @@
-"""nodeaffinity: kube's NodeAffinity (specs/kube-scoring.md §8) on the session, with the ``addedAffinity`` argument.
+"""nodeaffinity: kube's NodeAffinity (docs/design/kube-scoring.md §8) on the session, with the ``addedAffinity`` argument.
 
 Filter: ``spec.nodeSelector`` AND the pod's required node-affinity terms AND the configured ``addedAffinity``
 required terms; a mismatch is UnschedulableAndUnresolvable ("node(s) didn't match Pod's node affinity/selector").
@@ -40,6 +40,8 @@ from scheduler.predicates.groups import NodeGroups
 __all__ = ["NAME", "AffinityCheck", "NodeAffinity", "validate_node_affinity"]
 
 NAME = "nodeaffinity"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("addedAffinity",)
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

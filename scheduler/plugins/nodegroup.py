@@ -1,5 +1,5 @@
 """nodegroup: queues bound to groups of nodes (label ``volcano.sh/nodegroup-name``) by required/preferred affinity
-and anti-affinity, with optional per-group quotas (specs/volcano.md §4.13).
+and anti-affinity, with optional per-group quotas (docs/design/scheduler.md §4.13).
 
 Evaluated per distinct node group, not per node: at session open every node gets a group index, and each queue's
 pass mask, reasons and scores are computed once per group and broadcast to the nodes.  The per-group quota
@@ -36,6 +36,8 @@ from scheduler.framework.status import Code, FilterResult
 __all__ = ["NodeGroup"]
 
 NAME = "nodegroup"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("strict", "enablePreferredOrder")
 log = logging.getLogger(__name__)
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -1,4 +1,4 @@
-"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (specs/volcano.md §4.8).
+"""nodeorder: Volcano's weighted sum of kube-scheduler scorers (docs/design/scheduler.md §4.8).
 
 Arguments (weights; 0 disables a scorer): ``leastrequested.weight`` 1, ``mostrequested.weight`` 0,
 ``balancedresource.weight`` 1, ``nodeaffinity.weight`` 2, ``podaffinity.weight`` 2, ``tainttoleration.weight`` 3,
@@ -43,6 +43,11 @@ from .tainttoleration import TaintCheck
 __all__ = ["NAME", "NodeOrder", "ImageLocality", "normalized_image_name"]
 
 NAME = "nodeorder"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "leastrequested.weight", "mostrequested.weight", "balancedresource.weight", "nodeaffinity.weight",
+    "podaffinity.weight", "tainttoleration.weight", "imagelocality.weight", "podtopologyspread.weight",
+)
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[TaskInfo], IntArray]
 BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -113,34 +118,31 @@ class NodeOrder:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.weights: NodeOrderWeights = parse_nodeorder_arguments(dict(args))
+        self.weights: NodeOrderWeights = parse_nodeorder_arguments(args)
         self.weight = args.score_weight()
+        # this session's scorers: (argument name, weight, scorer); ``explain`` shows each one's score and weight
+        self.parts: list[tuple[str, int, Scorer]] = []
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
-        parts: list[tuple[int, Scorer]] = []
-        if w.least_requested:
-            parts.append((w.least_requested, strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))))
-        if w.most_requested:
-            parts.append((w.most_requested, strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))))
-        if w.balanced_resource:
-            parts.append((w.balanced_resource, _balanced_scorer(ssn)))
-        if w.node_affinity:
-            parts.append((w.node_affinity, AffinityCheck(ssn).score))
-        if w.pod_affinity:
-            parts.append((w.pod_affinity, InterPodAffinityCheck(ssn).score))
-        if w.taint_toleration:
-            parts.append((w.taint_toleration, TaintCheck(ssn).score))
-        if w.image_locality:
-            parts.append((w.image_locality, ImageLocality(ssn).score))
-        if w.pod_topology_spread:
-            parts.append((w.pod_topology_spread, SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score))
+        builders: list[tuple[str, int, Callable[[], Scorer]]] = [
+            ("leastrequested", w.least_requested, lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))),
+            ("mostrequested", w.most_requested, lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))),
+            ("balancedresource", w.balanced_resource, lambda: _balanced_scorer(ssn)),
+            ("nodeaffinity", w.node_affinity, lambda: AffinityCheck(ssn).score),
+            ("podaffinity", w.pod_affinity, lambda: InterPodAffinityCheck(ssn).score),
+            ("tainttoleration", w.taint_toleration, lambda: TaintCheck(ssn).score),
+            ("imagelocality", w.image_locality, lambda: ImageLocality(ssn).score),
+            ("podtopologyspread", w.pod_topology_spread,
+             lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score),
+        ]
+        self.parts = parts = [(name, weight, build()) for name, weight, build in builders if weight]
         if not parts:
             return
 
         def score(task: TaskInfo) -> IntArray:
             total = np.zeros(len(ssn.nodes), dtype=np.int64)
-            for weight, scorer in parts:
+            for _, weight, scorer in parts:
                 total += scorer(task) * weight
             out: IntArray = total * self.weight
             return out
@@ -148,7 +150,7 @@ class NodeOrder:
         ssn.add_vector_score_fn(NAME, score)
 
     def on_session_close(self, ssn: Session) -> None:
-        return None
+        self.parts = []
 
 
 @register_plugin(NAME)

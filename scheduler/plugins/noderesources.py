@@ -1,5 +1,5 @@
 """noderesources: kube's NodeResourcesFit — the fit filter with kube's reasons and the LeastAllocated /
-MostAllocated / RequestedToCapacityRatio scores (specs/kube-scoring.md §3-6), over the session's node arrays.
+MostAllocated / RequestedToCapacityRatio scores (docs/design/kube-scoring.md §3-§6), over the session's node arrays.
 
 The filter compares with what the node will have free once releasing pods are gone and pipelined ones arrive
 (``allocatable − future idle``), so that pipelining onto a node being preempted stays possible, exactly as the
@@ -26,6 +26,11 @@ from scheduler.scoring.resource_fit import ScoringStrategy, parse_scoring_strate
 __all__ = ["NodeResources", "strategy_scorer"]
 
 NAME = "noderesources"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "scoringStrategy/type", "scoringStrategy/resources", "scoringStrategy/requestedToCapacityRatio",
+    "ignoredResources", "ignoredResourceGroups",
+)
 IntArray = npt.NDArray[np.int64]
 
 
@@ -38,7 +43,7 @@ def _names(raw: Any, key: str) -> tuple[str, ...]:
 
 
 def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskInfo], IntArray]:
-    """A scoring strategy's 0..100 per node over the session's arrays (non-zero cpu/memory defaults, §2a),
+    """A scoring strategy's 0..100 per node over the session's arrays (non-zero cpu/memory defaults, docs/design/kube-scoring.md §2.1),
     memoised per pod signature and recomputed only on nodes changed since the last identical pod."""
     arr = ssn.arrays
     memo = RowCache(arr)

@@ -1,4 +1,4 @@
-"""overcommit: a cluster-wide admission throttle (specs/volcano.md §4.10).
+"""overcommit: a cluster-wide admission throttle (docs/design/scheduler.md §4.10).
 
 A job is admitted (PodGroup Pending → Inqueue) only while the ``minResources`` of everything already admitted but
 not yet running, plus its own, fit in ``total × overcommit-factor − used``.  Queue-agnostic; it keeps enqueue from
@@ -18,6 +18,8 @@ from scheduler.framework.session import PERMIT, REJECT, Session
 __all__ = ["Overcommit"]
 
 NAME = "overcommit"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("overcommit-factor",)
 
 
 class Overcommit:

@@ -46,6 +46,8 @@ __all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "PodInde
            "PodTopologySpread", "parse_default_constraints", "workload_selector", "port_number"]
 
 NAME = "podtopologyspread"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("defaultConstraints", "defaultingType")
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 SYSTEM_DEFAULT_CONSTRAINTS: tuple[Mapping[str, Any], ...] = (
@@ -88,6 +90,29 @@ class _NodeSeed:
         self.with_host_ports: list[tuple[str, _Placed]] = []
 
 
+class _Group:
+    """The placed pods of one namespace with the very same labels (a matcher matches all of them or none), counted
+    per node row: all of them, and those not terminating."""
+
+    __slots__ = ("pod", "every", "live")
+
+    def __init__(self, pod: PodView) -> None:
+        self.pod = pod
+        self.every: dict[int, int] = {}
+        self.live: dict[int, int] = {}
+
+    def add(self, p: _Placed, delta: int) -> None:
+        self.every[p.node] = self.every.get(p.node, 0) + delta
+        if not p.terminating:
+            self.live[p.node] = self.live.get(p.node, 0) + delta
+
+
+def _add_counts(target: IntArray, counts: Mapping[int, int]) -> None:
+    if counts:
+        np.add.at(target, np.fromiter(counts.keys(), np.int64, len(counts)),
+                  np.fromiter(counts.values(), np.int64, len(counts)))
+
+
 _NODES_KEY = "podindex.nodes"
 _POD = attrgetter("pod")
 _INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
@@ -109,6 +134,10 @@ class PodIndex:
         self._counts: dict[Matcher, tuple[IntArray, IntArray]] = {}  # all pods, non-terminating pods
         self.with_affinity: dict[str, _Placed] = {}
         self.with_host_ports: dict[str, _Placed] = {}
+        # the placed pods by namespace and labels, made when the first matcher is counted (pods of a few workloads
+        # make a few groups, so a matcher is tried once per group, not once per pod); the key per pod object is kept
+        self._groups: dict[tuple[str, frozenset[tuple[str, str]]], _Group] | None = None
+        self._group_keys = ssn.memo.table("podindex.group")
         self._seed(ssn)
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
 
@@ -185,6 +214,7 @@ class PodIndex:
     def _reseed(self, ssn: Session) -> None:
         """``sync`` of every task on a node in turn, from an empty index (and nothing kept for the next session)."""
         ssn.memo.set_value(_NODES_KEY, None)
+        self._groups = None
         self._placed.clear()
         self.with_affinity.clear()
         self.with_host_ports.clear()
@@ -222,8 +252,20 @@ class PodIndex:
             self._placed[task.uid] = placed
             self._apply(task.uid, placed, 1)
 
+    def _group(self, pod: PodView) -> _Group:
+        assert self._groups is not None
+        key: tuple[str, frozenset[tuple[str, str]]] | None = self._group_keys.get(pod)
+        if key is None:
+            key = self._group_keys.put(pod, (pod.namespace, frozenset(pod.labels.items())))
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = _Group(pod)
+        return group
+
     def _apply(self, uid: str, p: _Placed, delta: int) -> None:
         self.pod_count[p.node] += delta
+        if self._groups is not None:
+            self._group(p.pod).add(p, delta)
         for matcher, (every, live) in self._counts.items():
             if matcher_matches(matcher, p.pod):
                 every[p.node] += delta
@@ -244,13 +286,16 @@ class PodIndex:
         """Per node, the number of pods matching ``matcher`` (terminating ones too when asked)."""
         hit = self._counts.get(matcher)
         if hit is None:
+            if self._groups is None:
+                self._groups = {}
+                for p in self._placed.values():
+                    self._group(p.pod).add(p, 1)
             every = np.zeros(self.n, dtype=np.int64)
             live = np.zeros(self.n, dtype=np.int64)
-            for p in self._placed.values():
-                if matcher_matches(matcher, p.pod):
-                    every[p.node] += 1
-                    if not p.terminating:
-                        live[p.node] += 1
+            for group in self._groups.values():
+                if matcher_matches(matcher, group.pod):
+                    _add_counts(every, group.every)
+                    _add_counts(live, group.live)
             hit = (every, live)
             self._counts[matcher] = hit
         return hit[0] if include_terminating else hit[1]

@@ -1,4 +1,4 @@
-"""predicates: Volcano's wrapper of kube-scheduler filters (specs/volcano.md §4.7).
+"""predicates: Volcano's wrapper of kube-scheduler filters (docs/design/scheduler.md §4.7).
 
 Per node, in Volcano's order:
 1. pod count — Unschedulable "node(s) pod number exceeded" when ``allocatable.pods ≤`` the pods already there
@@ -51,6 +51,8 @@ ENABLE_KEYS = ("predicate.NodeAffinityEnable", "predicate.NodePortsEnable", "pre
                "predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable")
 ACCEPTED_KEYS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable", "predicate.VolumeBindingEnable",
                  "predicate.DynamicResourceAllocationEnable", "predicate.CacheEnable")
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (*ENABLE_KEYS, *ACCEPTED_KEYS)
 BoolArray = npt.NDArray[np.bool_]
 HostPort = tuple[str, str, int]  # host IP, protocol, port
 ANY_IP = "0.0.0.0"

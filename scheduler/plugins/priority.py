@@ -1,5 +1,5 @@
 """priority: higher-priority jobs and tasks first, and preemption only of strictly lower priority
-(specs/volcano.md §4.2).
+(docs/design/scheduler.md §4.2).
 
 Job priority is the value of the PodGroup's PriorityClass (the pod's own for a group of one); task priority is the
 pod's ``spec.priority`` (``volcano.sh/task-priority`` overrides).  Between jobs the job priorities are compared,
@@ -16,6 +16,8 @@ from scheduler.framework.session import PERMIT, Session
 __all__ = ["Priority"]
 
 NAME = "priority"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 def _higher_first(left: int, right: int) -> int:

@@ -1,4 +1,4 @@
-"""proportion: weighted fair share of the cluster between queues (specs/volcano.md §4.5).
+"""proportion: weighted fair share of the cluster between queues (docs/design/scheduler.md §4.5).
 
 At session open every queue that holds a job gets a *deserved* share by water-filling the cluster total by queue
 weight, capped by its capability and its request and floored by its guarantee.  Queues are then served in order
@@ -33,6 +33,8 @@ from scheduler.framework.session import PERMIT, REJECT, EventHandler, Session
 __all__ = ["Proportion", "QueueAttr"]
 
 NAME = "proportion"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

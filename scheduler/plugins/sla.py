@@ -1,5 +1,5 @@
 """sla: jobs that have waited their service-level time are served first and admitted regardless of quota votes
-(specs/volcano.md §4.11).
+(docs/design/scheduler.md §4.11).
 
 The waiting time is the plugin argument ``sla-waiting-time`` (a Go duration) or, per job, the PodGroup annotation
 ``sla-waiting-time`` / ``volcano.sh/sla-waiting-time``.  Jobs with an SLA sort before jobs without, earlier
@@ -20,6 +20,8 @@ from scheduler.framework.session import ABSTAIN, PERMIT, Session
 __all__ = ["Sla"]
 
 NAME = "sla"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ("sla-waiting-time",)
 log = logging.getLogger(__name__)
 
 

@@ -1,4 +1,4 @@
-"""tainttoleration: kube's TaintToleration (specs/kube-scoring.md §8) on the session.
+"""tainttoleration: kube's TaintToleration (docs/design/kube-scoring.md §8) on the session.
 
 Filter: the first NoSchedule/NoExecute taint the pod does not tolerate makes the node UnschedulableAndUnresolvable
 ("node(s) had untolerated taint(s)": evicting pods cannot remove a taint).  Score: the number of untolerated
@@ -32,6 +32,8 @@ from scheduler.predicates.taints import (
 __all__ = ["NAME", "TaintCheck", "TaintToleration"]
 
 NAME = "tainttoleration"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = ()
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 

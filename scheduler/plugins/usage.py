@@ -1,4 +1,4 @@
-"""usage: Volcano's load-aware plugin (specs/volcano.md §4.12) fed by the NodeMetric objects the agent writes.
+"""usage: Volcano's load-aware plugin (docs/design/scheduler.md §4.12) fed by the NodeMetric objects the agent writes.
 
 Volcano reads each node's average cpu/memory usage percent over a 10-minute period from Prometheus; here the
 percent is the NodeMetric's 10-minute ``avg`` aggregate (its latest ``nodeUsage`` when that window is not
@@ -41,6 +41,12 @@ from scheduler.scoring.usage import (
 __all__ = ["NAME", "PERIOD_SECONDS", "METRICS_INTERVAL_SECONDS", "Usage", "node_percent"]
 
 NAME = "usage"
+# the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
+ARGUMENTS: tuple[str, ...] = (
+    "usage.weight", "cpu.weight", "memory.weight", "thresholds/cpu", "thresholds/mem", "estimator/request_ratio",
+    "estimator/burst_ratio", "estimator/risk_threshold", "estimator/risk_factor", "estimator/be_cpu",
+    "estimator/be_mem",
+)
 PERIOD_SECONDS = 600.0
 METRICS_INTERVAL_SECONDS = 30.0
 FloatArray = npt.NDArray[np.float64]
@@ -61,7 +67,7 @@ class Usage:
     name = NAME
 
     def __init__(self, args: Arguments) -> None:
-        self.args: UsageArgs = parse_usage_arguments(dict(args))
+        self.args: UsageArgs = parse_usage_arguments(args)
         self.weight = args.score_weight()
 
     def on_session_open(self, ssn: Session) -> None:

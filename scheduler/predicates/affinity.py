@@ -1,4 +1,4 @@
-"""NodeAffinity filter and score (specs/kube-scoring.md §8): nodeSelector AND required terms (ORed terms, ANDed
+"""NodeAffinity filter and score (docs/design/kube-scoring.md §8): nodeSelector AND required terms (ORed terms, ANDed
 expressions and fields); preferred terms summed by weight and normalised to 0..100."""
 
 from __future__ import annotations

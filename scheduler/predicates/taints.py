@@ -1,4 +1,4 @@
-"""TaintToleration filter and score (specs/kube-scoring.md §8)."""
+"""TaintToleration filter and score (docs/design/kube-scoring.md §8)."""
 
 from __future__ import annotations
 

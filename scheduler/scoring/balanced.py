@@ -1,4 +1,4 @@
-"""NodeResourcesBalancedAllocation (specs/kube-scoring.md §5): std-based balance on real requests, float64 with
+"""NodeResourcesBalancedAllocation (docs/design/kube-scoring.md §5): std-based balance on real requests, float64 with
 Go truncation; v1.36 scores the change in balance, ≤ v1.35 (Volcano/Koordinator) the balance with the pod.
 
 Inputs per node and resource (int64): ``allocatable[n, k]``, ``node_requested[n, k]`` (real requests of bound pods)

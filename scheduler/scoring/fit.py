@@ -1,4 +1,4 @@
-"""NodeResourcesFit filter (specs/kube-scoring.md §6), vectorised: which nodes fit a pod's real requests, with
+"""NodeResourcesFit filter (docs/design/kube-scoring.md §6), vectorised: which nodes fit a pod's real requests, with
 kube's reason strings in kube's order and the resolvable/unresolvable distinction."""
 
 from __future__ import annotations

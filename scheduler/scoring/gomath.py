@@ -1,4 +1,4 @@
-"""Go integer/float semantics the kube formulas depend on (specs/kube-scoring.md §10.1), scalar and NumPy."""
+"""Go integer/float semantics the kube formulas depend on (docs/design/kube-scoring.md §10.1), scalar and NumPy."""
 
 from __future__ import annotations
 

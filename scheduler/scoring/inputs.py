@@ -1,5 +1,5 @@
 """Assemble the per-strategy ``(allocatable, requested, active)`` matrices from session node arrays
-(specs/kube-scoring.md §2a, §3): Least/Most/RTCR use non-zero defaults for cpu/memory on both the node and the pod;
+(docs/design/kube-scoring.md §2.1, §3): Least/Most/RTCR use non-zero defaults for cpu/memory on both the node and the pod;
 BalancedAllocation and everything else use real requests."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """NodeResourcesFit score strategies: LeastAllocated, MostAllocated, RequestedToCapacityRatio
-(specs/kube-scoring.md §3-4), vectorised over nodes with scalar reference versions.
+(docs/design/kube-scoring.md §3-§4), vectorised over nodes with scalar reference versions.
 
 Inputs are per node and per configured resource, all int64 in kube units (cpu millicores, others base units):
-``allocatable[n, k]`` and ``requested[n, k]`` = the node's (non-zero or real, see §2a) requests **plus** the pod's.
-``active[k]`` is False for a scalar resource the pod does not request (§3: skipped entirely). Resources with
-allocatable 0 are skipped per node. Scores are ints in 0..100 and never normalised further (§4.4).
+``allocatable[n, k]`` and ``requested[n, k]`` = the node's (non-zero or real, see docs/design/kube-scoring.md §2.1) requests **plus** the pod's.
+``active[k]`` is False for a scalar resource the pod does not request (docs/design/kube-scoring.md §3: skipped entirely). Resources with
+allocatable 0 are skipped per node. Scores are ints in 0..100 and never normalised further (docs/design/kube-scoring.md §4.4).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def parse_resource_weights(
 
 
 def parse_scoring_strategy(raw: Any, *, source: str = "", field: str = "scoringStrategy") -> ScoringStrategy:
-    """Parse and validate NodeResourcesFitArgs.scoringStrategy (defaults and checks of §4)."""
+    """Parse and validate NodeResourcesFitArgs.scoringStrategy (defaults and checks of docs/design/kube-scoring.md §4)."""
     if raw is None:
         return ScoringStrategy()
     if not isinstance(raw, Mapping):
@@ -200,7 +200,7 @@ def requested_to_capacity_ratio(
     safe = np.where(kept, allocatable, 1)
     util = np.where(requested > allocatable, MAX_NODE_SCORE, requested * MAX_NODE_SCORE // safe)
     scores = _shape_array(util.astype(np.int64), u, s)
-    kept &= scores != 0  # zero-scored resources leave both sums (§4.3.4)
+    kept &= scores != 0  # zero-scored resources leave both sums (docs/design/kube-scoring.md §4.3)
     w = np.where(kept, weights[np.newaxis, :], 0)
     total = (scores * w).sum(axis=1).astype(np.float64)
     wsum = w.sum(axis=1)
@@ -239,7 +239,7 @@ def most_allocated_ref(items: Sequence[tuple[int, int, int]]) -> int:
 
 
 def shape_score(p: int, shape: Sequence[ShapePoint]) -> int:
-    """The broken-linear function on the ×10-scaled shape with Go truncating division (§4.3.3)."""
+    """The broken-linear function on the ×10-scaled shape with Go truncating division (docs/design/kube-scoring.md §4.3)."""
     pts = [(pt.utilization, pt.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for pt in shape]
     for i, (u, s) in enumerate(pts):
         if p <= u:

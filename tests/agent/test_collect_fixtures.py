@@ -79,11 +79,19 @@ def test_two_ticks_give_exact_rates(tmp_path: Path, version: str, driver: str) -
     assert bu.cpu_cores == pytest.approx(0.25, abs=1e-12)
     assert be.cpu_cores == 0.0
     assert new.cpu_cores is None
-    # Memory: anon + unevictable (koordlet), page cache separately; v1 reads the hierarchical total_* keys.
-    assert g.memory is not None and g.memory.usage_without_page_cache == (110 + 210 + 4) * MiB
-    assert g.memory.usage_with_page_cache == (110 + 210 + 4 + 30 + 60) * MiB
+    # Memory on v1: anon + unevictable (koordlet), page cache separately, from the hierarchical total_*
+    # keys.  On v2: memory.current - inactive_file (Koordinator's v2 definition; current includes the
+    # 3 MiB of kernel memory the anon/file sums leave out).
+    assert g.memory is not None and bu.memory is not None
+    if version == V1:
+        assert g.memory.usage_without_page_cache == (110 + 210 + 4) * MiB
+        assert g.memory.usage_with_page_cache == (110 + 210 + 4 + 30 + 60) * MiB
+        assert bu.memory.usage_without_page_cache == 32 * MiB
+    else:
+        assert g.memory.usage_without_page_cache == (110 + 210 + 4 + 30 + 60 + 3 - 30) * MiB
+        assert g.memory.usage_with_page_cache == (110 + 210 + 4 + 30 + 60 + 3) * MiB
+        assert bu.memory.usage_without_page_cache == (32 + 3 + 2) * MiB
     assert g.working_set_bytes == (110 + 210 + 4 + 30 + 60 + 3 - 30) * MiB
-    assert bu.memory is not None and bu.memory.usage_without_page_cache == 32 * MiB
 
     by_id = {c.id: c for c in g.containers}
     assert set(by_id) == {"a1" * 32, "a2" * 32, "af" * 32}
@@ -147,13 +155,28 @@ def test_cgroup_vanishing_mid_tick_is_not_an_error(tmp_path: Path) -> None:
 
     def read(path: str) -> bytes:
         if BU in path and path.endswith("memory.stat"):
-            raise FileNotFoundError(path)  # removed between listing and reading
+            shutil.rmtree(Path(path).parent)  # removed between listing and reading
+            raise FileNotFoundError(path)
         return read_file(path)
 
     tick = Collector(ProcfsNodeSource(str(tmp_path / "proc")), CgroupReader(layout, read=read), FakeClock()).collect()
     assert tick.errors == ()
     assert tick.pods[BU].memory is None
     assert tick.pods[BU].to_usage().memory_bytes is None
+
+
+@pytest.mark.parametrize("version", [V1, V2])
+def test_a_file_missing_from_a_live_cgroup_is_a_collection_error(tmp_path: Path, version: str) -> None:
+    _install(tmp_path, version, CGROUPFS, 1)
+    layout = detect_layout(str(tmp_path / "cg"))
+    mem_dir = Path(layout.memory_dir) / layout.pod_dir(BU, QoSClass.BURSTABLE)
+    usage_file = "memory.usage_in_bytes" if version == V1 else "memory.current"
+    (mem_dir / usage_file).unlink()  # a v2 host without the memory controller delegated, for instance
+    tick = Collector(ProcfsNodeSource(str(tmp_path / "proc")), CgroupReader(layout), FakeClock()).collect()
+    assert tick.errors == (f"pod cgroup {layout.pod_dir(BU, QoSClass.BURSTABLE)}: missing {mem_dir / usage_file}",)
+    assert tick.pods[BU].working_set_bytes is None
+    # v2 pod memory is memory.current - inactive_file: without current there is no pod memory at all.
+    assert (tick.pods[BU].memory is None) == (version == V2)
 
 
 def test_missing_kubepods_and_missing_proc_are_reported_not_raised(tmp_path: Path) -> None:

@@ -106,6 +106,7 @@ def _measure(config: dict[str, object], uid: str, pid: int) -> tuple[float, floa
     agent.start()
     t0, c0 = time.monotonic(), _cpu_seconds(pid)
     agent.collect_once()
+    agent.node_state()  # container counters are read on waterline ticks: this one primes them
     time.sleep(2.0)
     agent.collect_once()
     truth = (_cpu_seconds(pid) - c0) / (time.monotonic() - t0)  # what the burner itself says it used

@@ -5,7 +5,7 @@ from common.percentile import aggregate, aggregate_columns, nearest_rank, neares
 
 
 def test_koordlet_indices() -> None:
-    # specs/koordinator.md §3.2: n=300 -> p95 is the 285th smallest, p99 the 297th, p50 the 150th
+    # docs/design/nodemetric.md §3: n=300 -> p95 is the 285th smallest, p99 the 297th, p50 the 150th
     assert nearest_rank_index(300, 0.95) == 284
     assert nearest_rank_index(300, 0.99) == 296
     assert nearest_rank_index(300, 0.5) == 149

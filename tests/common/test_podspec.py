@@ -24,7 +24,7 @@ def pod(containers: list, init: list | None = None, **spec: object) -> dict:
 
 
 def test_upstream_init_example() -> None:
-    # specs/kube-scoring.md §2: IC1 2/1G, IC2 2/3G, C1 2/1G, C2 1/1G -> 3 cpu / 3G
+    # docs/design/kube-scoring.md §2: IC1 2/1G, IC2 2/3G, C1 2/1G, C2 1/1G -> 3 cpu / 3G
     p = pod([c("2", "1G"), c("1", "1G")], [c("2", "1G"), c("2", "3G")])
     assert pod_requests(p) == Resources(cpu=3000, memory=3 * G)
 

@@ -1,12 +1,12 @@
 """docs/ against the code: every setting the code reads is documented, and every link resolves.
 
 The keys are read from the code, not listed by hand: the agent config's accepted keys, every plugin argument
-the scheduler's argument readers look up, every registered plugin, and every field of the CRD schemas.
+the plugins declare, every registered plugin, and every field of the CRD schemas.
 """
 
 from __future__ import annotations
 
-import ast
+import importlib
 import re
 from pathlib import Path
 from typing import Any
@@ -16,17 +16,10 @@ import yaml
 
 from agent import config as agent_config
 from scheduler.framework.plugin import plugin_builders
-from scheduler.scoring import nodeorder
 from tests.deploy.kustomize import DEPLOY
 
 ROOT = DEPLOY.parent
 DOCS = ROOT / "docs"
-# the plugin's Arguments object anywhere, and the raw argument maps (or nested maps of them) inside the
-# argument-parsing modules; elsewhere ``raw`` may well be a pod's affinity term, which is not an argument
-_ARGS = {"args", "arguments"}
-_ARG_MAPS = {"raw", "agg_raw", "est", "thresholds"}
-_ARG_MODULES = ("scheduler/loadaware/args.py", "scheduler/batch/args.py", "scheduler/scoring/")
-_NOT_ARGUMENTS = {"name", "arguments", "weight", "enableHierarchy", "cpu", "mem", "memory"}
 
 
 def configure() -> str:
@@ -34,31 +27,14 @@ def configure() -> str:
 
 
 def plugin_argument_keys() -> dict[str, str]:
-    """argument key -> where the code reads it, from ``raw.get("key")``-style calls under scheduler/."""
+    """argument key -> the plugin that reads it, from each plugin module's declared ``ARGUMENTS`` (a nested key is
+    declared as ``parent/child``; both parts must be documented).  tests/scheduler/test_plugin_arguments.py
+    holds the declarations to what the plugins actually read."""
     out: dict[str, str] = {}
-    for path in sorted((ROOT / "scheduler").rglob("*.py")):
-        if path.parent.name == "conf":
-            continue
-        rel = str(path.relative_to(ROOT))
-        maps = _ARGS | (_ARG_MAPS if rel.startswith(_ARG_MODULES) else set())
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.Call):
-                continue
-            f = node.func
-            key: Any = None
-            if (
-                isinstance(f, ast.Attribute)
-                and isinstance(f.value, ast.Name)
-                and f.value.id in maps
-                and f.attr in ("get", "get_int", "get_float", "get_bool")
-                and node.args
-            ):
-                key = node.args[0]
-            elif len(node.args) > 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in maps:
-                key = node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in _NOT_ARGUMENTS:
-                out.setdefault(key.value, f"{rel}:{node.lineno}")
-    out.update({k: "scheduler/scoring/nodeorder.py" for k in nodeorder._KEYS})
+    for name, builder in plugin_builders().items():
+        for key in importlib.import_module(builder.__module__).ARGUMENTS:
+            for part in key.split("/"):
+                out.setdefault(part, name)
     return out
 
 
@@ -78,7 +54,7 @@ def test_every_registered_plugin_is_documented() -> None:
 
 def test_every_agent_config_key_is_documented() -> None:
     text = configure()
-    keys = set(agent_config._TOP_KEYS) - {"waterline"}
+    keys = set(agent_config.CONFIG_KEYS) - {"waterline"}
     keys |= {f"waterline.{k}" for k in ("enabled", "dryRun", "intervalSeconds", "policyFile")}
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"docs/configure.md lacks agent config keys {missing}"

@@ -21,6 +21,7 @@ import yaml
 
 from agent.config import AgentConfig
 from common.cluster.memory import MemoryCluster
+from common.crdschema import closed
 from common.kinds import KINDS
 from common.objects import PodGroupView, QueueView
 from common.waterline import KNOWN_METRICS, WaterlinePolicy
@@ -52,28 +53,6 @@ def crds() -> dict[str, dict[str, Any]]:
 def schema_of(kind: str) -> dict[str, Any]:
     (version,) = crds()[kind]["spec"]["versions"]
     return dict(version["schema"]["openAPIV3Schema"])
-
-
-def closed(schema: Any) -> Any:
-    """OpenAPI (structural) -> JSON Schema where an object without a declared catch-all admits no other key."""
-    if isinstance(schema, list):
-        return [closed(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: closed(v) for k, v in schema.items() if not k.startswith("x-kubernetes-") and k != "nullable"}
-    if schema.get("nullable") and "type" in out:
-        out["type"] = [out["type"], "null"]
-    if schema.get("x-kubernetes-int-or-string"):
-        out.pop("type", None)
-    if (
-        "properties" in schema
-        and "additionalProperties" not in schema
-        and not schema.get("x-kubernetes-preserve-unknown-fields")
-    ):
-        out["additionalProperties"] = False
-    if out.get("properties", {}).get("metadata") == {"type": "object"}:
-        out["properties"]["metadata"] = {"type": "object"}  # ObjectMeta is validated by the API server itself
-    return out
 
 
 def validate_cr(obj: dict[str, Any]) -> None:
@@ -124,6 +103,10 @@ def check_monitor(obj: dict[str, Any]) -> None:
     assert targets, f"{obj['kind']} {obj['metadata']['name']} selects nothing"
     assert {e["port"] for e in endpoints} <= ports
     assert all(e.get("path", "/metrics") == "/metrics" for e in endpoints)
+    # the agent's namespace/pod labels name the measured pod: kept, not renamed exported_*
+    assert all(e.get("honorLabels") is True for e in endpoints)
+    # kube-prometheus-stack selects monitors by its release label (docs/install.md "Prometheus")
+    assert obj["metadata"]["labels"].get("release") == "kube-prometheus-stack"
 
 
 # -- CRDs -----------------------------------------------------------------------------------------------
@@ -214,6 +197,7 @@ def test_examples_parse_with_the_code_that_reads_them() -> None:
     assert (group.min_member, group.queue) == (4, "research") and group.queue in queues
 
 
+@pytest.mark.slow
 def test_objects_the_code_writes_fit_the_schemas() -> None:
     """A short simulation writes NodeMetrics, PodGroup and Queue status; the agent's policy store writes
     WaterlinePolicy conditions.  Every field must be declared, or the API server would drop it."""

@@ -53,7 +53,7 @@ def test_every_eviction_lands_where_the_next_session_accepts_it(nodes: list[tupl
     after = cache.snapshot()
     originals = {p.key: p for p in before.pods}
     for m in result.evicted:
-        trial = replace(after, pods=[*after.pods, pending_copy(originals[m.pod], DEFAULT_SCHEDULER_NAME)])
+        trial = replace(after, pods=[*after.pods, pending_copy(originals[m.pod], DEFAULT_SCHEDULER_NAME, T0 + 20)])
         report = explain(trial, conf(), clock=FakeClock(T0 + 20))
         node = report["placements"].get(m.pod)
         assert node is not None, f"{m.pod} found no node: {report['pods'][m.pod]['message']}"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from common.clock import FakeClock
-from common.cluster import Handler, WatchEvent
-from common.cluster.memory import MemoryCluster, _MemoryInformer
+from common.cluster import Handler, Informer, WatchEvent
+from common.cluster.memory import MemoryCluster
 from scheduler.engine import Scheduler
 from sim.policies import load_policies
 from sim.run import SimOptions, run
@@ -62,7 +62,7 @@ def given(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, Any]]]:
     real = MemoryCluster.informer
 
     def informer(self: MemoryCluster, kind: str, handler: Handler, *, namespace: str | None = None,
-                 field_selector: str | None = None, shared: bool = False) -> _MemoryInformer:
+                 field_selector: str | None = None, shared: bool = False) -> Informer:
         def recording(event: WatchEvent) -> None:
             seen.append((event.object, copy.deepcopy(event.object)))
             handler(event)

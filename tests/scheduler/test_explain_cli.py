@@ -40,7 +40,7 @@ def test_explain_json_per_node_and_plugin(tmp_path: Path, capsys: pytest.Capture
     snap.write_text(yaml.safe_dump_all(objs))
     cfg = tmp_path / "conf.yaml"
     cfg.write_text(CONF)
-    rc = main(["explain", "--snapshot", str(snap), "--config", str(cfg), "--now", to_rfc3339(T0 + 30)])
+    rc = main(["explain", "--snapshot", str(snap), "--config", str(cfg), "--now", to_rfc3339(T0 + 30), "-o", "json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert out["placements"] == {"default/huge": None, "default/web": "cold"}

@@ -1,7 +1,7 @@
 """The scheduler over real HTTP: ``Scheduler.run_once`` on a :class:`KubeCluster` against the kmock emulator.
 
-Covers issue 5's wire tests (a pending pod bound through pods/binding, an unschedulable pod's PodScheduled
-condition and FailedScheduling event, leader election handing over between two replicas) and issue 7's PodGroup /
+Covers the wire behaviour (a pending pod bound through pods/binding, an unschedulable pod's PodScheduled
+condition and FailedScheduling event, leader election handing over between two replicas) and the PodGroup /
 Queue status write-backs over HTTP.
 """
 
@@ -204,7 +204,7 @@ async def test_unschedulable_pod_gets_condition_and_event(kmock: Any, api: ApiSt
     api.seed("Node", node("gpu", cpu="16", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]))
     api.seed("Pod", pod("huge", cpu="8"))
     sched = scheduler(kube_cluster(kmock, instance="sched-0"), clock)
-    # kube's FitError format; the taint wording is kube >= 1.35 (specs/kube-scoring.md)
+    # kube's FitError format; the taint wording is kube >= 1.35 (docs/design/kube-scoring.md)
     expected = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     try:
         res = await run_session(sched, api)

@@ -62,7 +62,7 @@ def test_measures_match_hand_computation() -> None:
     assert m.mean_cpu_percent == pytest.approx(100 * np.mean(cluster), abs=0.01)
     assert m.peak_cpu_percent == pytest.approx(100 * max(cluster), abs=0.01)
     assert m.throttle_minutes == 2.0  # 4 pod-ticks of 30 s
-    assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending, m.pods_unschedulable) == (10, 8, 9, 2, 1)
+    assert (m.pods_submitted, m.pods_scheduled, m.bindings, m.pods_pending_end, m.pods_unschedulable) == (10, 8, 9, 2, 1)
     assert m.wait_mean_seconds == 22.5
     assert m.wait_p95_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 95), abs=0.05)
     assert m.wait_p99_seconds == pytest.approx(np.percentile([0, 30, 60, 0], 99), abs=0.05)
@@ -91,24 +91,24 @@ def test_comparison_and_table() -> None:
 
 
 def test_report_lists_why_pods_still_wait() -> None:
-    from sim.html import _waiting_html
+    from sim.html import waiting_html
 
     rec = _record("loadaware")
     rec.unschedulable_reasons = {"node(s) had too high usage": 1}
-    page = _waiting_html([_record("requests"), rec])
+    page = waiting_html([_record("requests"), rec])
     assert "Pods waiting at the end" in page
     assert "node(s) had too high usage</td><td>1</td>" in page
     done = _record()
     done.pending_end = 0
-    assert "every submitted pod was placed" in _waiting_html([done])
+    assert "every submitted pod was placed" in waiting_html([done])
 
 
 def test_report_says_who_waited_by_class_of_pod() -> None:
-    from sim.html import _waits_html
+    from sim.html import waits_html
 
     rec = _record("loadaware")
     rec.wait_classes = ["service", "gang", "gang", "batch"]  # waits 0, 30, 60, 0
-    page = _waits_html([rec])
+    page = waits_html([rec])
     assert "Who waited to be bound" in page
     # gang: 2 bindings, both waited, mean 45 s, longest 60 s; the others never waited
     assert "<td>gang</td><td>2</td><td>100.00%</td><td>45</td><td>60</td>" in page
@@ -116,5 +116,5 @@ def test_report_says_who_waited_by_class_of_pod() -> None:
     calm = _record()
     calm.waits = np.zeros(4)
     calm.wait_classes = ["service"] * 4
-    assert "Nobody" in _waits_html([calm])
-    assert _waits_html([_record()]) == ""   # no classes kept: no table rather than a wrong one
+    assert "Nobody" in waits_html([calm])
+    assert waits_html([_record()]) == ""   # no classes kept: no table rather than a wrong one

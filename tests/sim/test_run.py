@@ -194,8 +194,9 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
                and "node_metrics" in inspect.getsource(sys.modules[builder.__module__])}
     assert readers == USAGE_PLUGINS
     agents = {p.name: p.node_agents for p in load_policies(list(BUILTIN))}
-    assert agents == {"requests": False, "loadaware": True, "loadaware-waterline": True,
-                      "loadaware-waterline-capped": True, "loadaware-rebalance": True}
+    assert agents == {"kube-default": False, "loadaware": True, "loadaware-waterline": True,
+                      "loadaware-waterline-capped": True, "loadaware-waterline-strict": True, "requests": False,
+                      "binpack": False, "loadaware-rebalance": True}
     # A plugin Loadwise does not ship might read usage: agents run.
     custom = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "somebody-elses"}]}]},
                         validate_plugins=False)
@@ -206,7 +207,7 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
 def test_the_baseline_without_agents_places_exactly_as_with_them() -> None:
     w = generate(SyntheticConfig(nodes=6, hours=1.0, seed=4))
     opts = SimOptions(hours=1.0, start_hour=13, seed=4)
-    baseline = load_policies(["requests"])[0]
+    baseline = load_policies(["kube-default"])[0]
     bare = Simulation(w, baseline, opts)
     without = bare.run()
     assert bare.agents is None and without.reports == 0
@@ -229,14 +230,15 @@ def _small(policy: str, waterline: Path | None = None) -> Any:
 def _eager_waterline(tmp_path: Path) -> Path:
     """The shipped policies with an eviction line low enough to evict in a short run."""
     text = (CONF_DIR / "waterline.yaml").read_text()
-    text = re.sub(r'(cpu_total_utilization, value: )"\d+"', r'\1"58"', text)
+    text = re.sub(r'(cpu_total_utilization, value: )"\d+"', r'\1"45"', text)
     text = re.sub(r"avoidanceThreshold: \d+", "avoidanceThreshold: 2", text, count=1)
-    assert '"58"' in text
+    assert '"45"' in text
     path = tmp_path / "waterline.yaml"
     path.write_text(text)
     return path
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers() -> None:
     a, b = _small("loadaware-waterline"), _small("loadaware-waterline")
     assert np.array_equal(a.cpu_util, b.cpu_util) and np.array_equal(a.mem_util, b.mem_util)
@@ -249,6 +251,7 @@ def test_same_seed_same_numbers() -> None:
     assert ma == mb
 
 
+@pytest.mark.slow
 def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     eager = _eager_waterline(tmp_path)
     skipped = _small("loadaware-waterline", eager)
@@ -264,14 +267,14 @@ def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.
 def test_report_plots_run_on_the_simulated_time_of_day() -> None:
     import matplotlib.pyplot as plt
 
-    from sim.html import _clock_axis, _hours
+    from sim.html import clock_axis, plot_hours
 
     w = generate(SyntheticConfig(nodes=2, hours=1.0, seed=1))
     rec = run(w, load_policies(["requests"])[0], SimOptions(hours=1.0, start_hour=23.5, seed=1))
-    hours = _hours(rec)
+    hours = plot_hours(rec)
     assert hours[0] == 23.5 and hours[-1] == 23.5 + (rec.ticks - 1) * rec.tick_seconds / 3600
     fig, ax = plt.subplots()
-    _clock_axis(ax)
+    clock_axis(ax)
     fmt = ax.xaxis.get_major_formatter()
     assert [fmt(x, 0) for x in (23.5, 24.0, 24.25)] == ["23:30", "00:00", "00:15"]  # wraps at midnight
     plt.close(fig)

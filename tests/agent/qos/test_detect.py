@@ -1,4 +1,4 @@
-"""specs/crane.md §3 (SPEC): consecutive counters, strict '>', missing metrics freeze, series selectors."""
+"""docs/design/waterline.md §3: consecutive counters, strict '>', missing metrics freeze, series selectors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""specs/crane.md §4–§6 planner decisions: gaps, eviction until closed, refusals, rate limit, throttle passes."""
+"""docs/design/waterline.md §4–§6 planner decisions: gaps, eviction until closed, refusals, rate limit, throttle passes."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_smallest_waterline_among_fired_rules() -> None:
 
 
 def test_evict_two_metrics_own_credit_only() -> None:
-    # B9 + §6.3: cpu first (name order), then memory; a pod evicted for cpu gives memory no credit
+    # B9 + docs/design/waterline.md §6.3: cpu first (name order), then memory; a pod evicted for cpu gives memory no credit
     pol = policy(rule("cpu", value="6000"), rule("mem", metric="memory_total_usage", value="1000"))
     s = node(pod("cpu-hog", cpu=3000, memory=900), pod("mem-hog", cpu=10, memory=500), pod("small", cpu=5, memory=10),
              cpu=7000, memory=1800)
@@ -168,12 +168,14 @@ def test_rate_limit_per_node() -> None:
 
 
 def test_throttle_down_precise_single_pass() -> None:
-    pol = policy(rule(action=THROTTLE))  # gap 1100
-    s = node(pod("a", cpu=5000), pod("b", cpu=4000), pod("c", cpu=3000), pod("d", cpu=100), cpu=7000)
+    # The throttle gap runs to the settling target, 95 % of the line: (1 + 0.1)(6700 - 5700) = 1100.
+    pol = policy(rule(action=THROTTLE))
+    s = node(pod("a", cpu=5000), pod("b", cpu=4000), pod("c", cpu=3000), pod("d", cpu=100), cpu=6700)
     out, act = _plan(pol, s)
+    # a and b take whole 10 % steps (500 + 400); c is left only 200 to release, so it stops at 2800.
     assert [c[1:] for c in act.calls] == [("default/a", "c", 450_000), ("default/b", "c", 360_000),
-                                           ("default/c", "c", 270_000)]
-    assert sum(a.released["cpu_total_usage"] for a in out.actions) == 1200
+                                           ("default/c", "c", 280_000)]
+    assert sum(a.released["cpu_total_usage"] for a in out.actions) == 1100
     assert all(a.direction == "down" and a.previous_quota_us == -1 for a in out.actions)
 
 
@@ -199,7 +201,8 @@ def test_throttle_ratios_merge_to_the_larger() -> None:
     t2 = {"name": "t2", "throttle": {"cpuThrottle": {"stepCPURatio": 50, "minCPURatio": 0}}}
     pq = [{"labelSelector": {"matchLabels": {"a": "b"}}, "allowedActions": ["t1", "t2"]}]
     pol = policy(rule("r1", action=t1), rule("r2", action=t2), pod_qos=pq)
-    out, act = _plan(pol, node(pod("a", cpu=4000, labels={"a": "b"}), cpu=7000))
+    # Far enough above the line that the gap (1.1 x 3300) does not cut the 50 % step short.
+    out, act = _plan(pol, node(pod("a", cpu=4000, labels={"a": "b"}), cpu=9000))
     assert act.calls == [("quota", "default/a", "c", 200_000)]
 
 
@@ -207,6 +210,45 @@ def test_preview_rules_act_on_nothing() -> None:
     pol = policy(rule(action=EVICT, strategy="Preview"))
     out, act = _plan(pol, node(pod("a", cpu=5000), cpu=7000))
     assert act.calls == [] and out.actions == []
+
+
+def test_a_small_excess_is_throttled_only_down_to_the_settling_target() -> None:
+    pol = policy(rule(action=THROTTLE))  # line 6000, excess 0.1, a 10 % step
+    # The gap to 95 % of the line is 1.1 x (6100 - 5700) = 440.  A pod using 2000 takes its whole 10 %
+    # step (200 < 440); one using 5000 would release 500, so it stops at 5000 - 440.
+    out, act = _plan(pol, node(pod("a", cpu=2000), cpu=6100))
+    assert act.calls == [("quota", "default/a", "c", 180_000)]
+    out, act = _plan(pol, node(pod("a", cpu=5000), cpu=6100))
+    assert act.calls == [("quota", "default/a", "c", 456_000)]
+
+
+def test_restore_holds_inside_the_dead_band_and_lifts_an_idle_quota() -> None:
+    pol = policy(rule(action=THROTTLE, restoreThreshold=1))
+    mem = EngineMemory()
+    det = Detector()
+    act = FakeActuators()
+
+    def tick(cpu: int, usage: int, t: float) -> Any:
+        quota = mem.throttled[("default/a", "c")].written_quota_us if mem.throttled else -1
+        p = pod("a", cpu=usage, containers=(container("c", usage=usage, quota=quota),))
+        s = node(p, cpu=cpu, t=t)
+        return execute([det.evaluate(pol, r, s) for r in pol.rules], s, mem, act, NO_LIMIT)
+
+    tick(7000, 3000, 0)  # over the line: 3000 -> 2700
+    assert [c[3] for c in act.calls] == [270_000]
+    assert tick(5500, 2700, 10).actions == []  # restore tick, but 5500 >= 90 % of 6000: held
+    assert tick(5500, 2700, 20).actions == []  # calm tick inside the dead band: held
+    out = tick(5000, 2700, 30)  # below 5400 and the quota is used up: one 10 % step (270 < the 700 head-room)
+    assert [a.cpu_quota_us for a in out.actions] == [297_000]
+    out = tick(5650, 2970, 40)  # 5650 is inside the dead band: held although the quota is used up
+    assert out.actions == []
+    out = tick(5380, 2970, 50)  # head-room 5700 - 5380 = 320, more than 10 % of 2970 = 297: the step
+    assert [a.cpu_quota_us for a in out.actions] == [326_700]
+    out = tick(5390, 3267, 60)  # head-room 310 < 10 % of 3267: raised by the head-room only
+    assert [a.cpu_quota_us for a in out.actions] == [326_700 + 31_000]
+    out = tick(3000, 1000, 70)  # the load stopped: the quota goes straight back to unlimited
+    assert [(a.direction, a.cpu_quota_us) for a in out.actions] == [("up", -1)]
+    assert not mem.throttled
 
 
 def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
@@ -234,7 +276,7 @@ def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
 
 
 def _forced(pol: WaterlinePolicy, state: NodeState) -> list[RuleResult]:
-    """Rule results that fired on an earlier snapshot, executed against one that lacks the metric (§6.7)."""
+    """Rule results that fired on an earlier snapshot, executed against one that lacks the metric (docs/design/waterline.md §6.7)."""
     return [RuleResult(pol.rule_key(r), pol, r, Status.TRIGGERED, True) for r in pol.rules]
 
 

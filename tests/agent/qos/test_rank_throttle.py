@@ -1,4 +1,5 @@
-"""specs/crane.md §5 comparator chain and §6.4/§6.5 quota steps (floors, caps, B2, B4, B5)."""
+"""Waterline order and quota steps (docs/design/waterline.md §5, §6.4, §6.5): floors, caps, and the B2, B4, B5
+rows of docs/design/differences.md §3."""
 
 from __future__ import annotations
 

@@ -143,6 +143,40 @@ def test_dry_run_actuates_nothing() -> None:
     assert env.metric("loadwise_agent_actions_total", node="n1", action="throttle", reason="p.t", dry_run="true") == 1
 
 
+def test_dry_run_decides_afresh_each_tick_and_counts_a_decision_once() -> None:
+    pol = policy_dict(rule("cpu", action=EVICT))
+    env = Env(pod("a", cpu=3000), pod("b", cpu=2000), dry_run=True, policy=pol)
+    reports = [env.tick(7000) for _ in range(3)]
+    # Nothing was evicted, so "a" is still there and still the pod to evict: no pod is hidden.
+    assert [[a.pod for a in r.actions] for r in reports] == [["default/a"]] * 3
+    assert env.metric("loadwise_agent_waterline_evictions_total", node="n1", result="accepted", dry_run="true") == 1
+    assert env.metric("loadwise_agent_waterline_released_total", node="n1", metric="cpu_total_usage",
+                      action="evict", dry_run="true") == 3000
+    assert env.reasons().count("WaterlineEviction") == 1
+    # A different decision (b, once a's usage falls) is a new one and is counted.
+    env.pods = (pod("a", cpu=500), pod("b", cpu=2000))
+    r = env.tick(7000)
+    assert [a.pod for a in r.actions] == ["default/b"]
+    assert env.metric("loadwise_agent_waterline_evictions_total", node="n1", result="accepted", dry_run="true") == 2
+
+
+def test_dry_run_throttle_steps_from_the_real_quota_every_tick() -> None:
+    env = Env(pod("a", cpu=3000), dry_run=True, policy=policy_dict(rule("t", action=THROTTLE)))
+    quotas = [[a.cpu_quota_us for a in env.tick(7000).actions] for _ in range(3)]
+    assert quotas == [[270_000]] * 3  # not 270 -> 243 -> 218: the quota was never written
+    assert env.metric("loadwise_agent_actions_total", node="n1", action="throttle", reason="p.t", dry_run="true") == 1
+
+
+def test_released_is_in_the_rule_metrics_unit() -> None:
+    # 2000 of 8000 millicores is 25 percent points of cpu_total_utilization.
+    env = Env(pod("a", cpu=2000), policy=policy_dict(rule("u", metric="cpu_total_utilization", value="70",
+                                                          action=EVICT)))
+    r = env.tick(7000, cpu_total_utilization=87.5)
+    assert [a.released for a in r.actions] == [{"cpu_total_utilization": 25}]
+    assert env.metric("loadwise_agent_waterline_released_total", node="n1", metric="cpu_total_utilization",
+                      action="evict", dry_run="false") == 25
+
+
 def test_dry_run_policy_annotation() -> None:
     pol = policy_dict(rule(action=EVICT))
     pol["metadata"]["annotations"] = {"qos.loadwise.io/dry-run": "true"}

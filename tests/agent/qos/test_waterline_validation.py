@@ -1,4 +1,4 @@
-"""specs/crane.md §0: every field of WaterlinePolicy is validated and a rejection names its path."""
+"""docs/design/waterline.md §1: every field of WaterlinePolicy is validated and a rejection names its path."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ REJECTED = [
     ("spec.objectiveEnsurances", [], "spec.objectiveEnsurances"),
     ("spec.objectiveEnsurances", ..., "spec.objectiveEnsurances"),
     (f"{R0}.name", ..., f"{R0}.name"),
-    (f"{R0}.name", "Bad_Name", f"{R0}.name"),
+    (f"{R0}.name", "bad name", f"{R0}.name"),
+    (f"{R0}.name", "_leading", f"{R0}.name"),
     (f"{R0}.name", "x" * 64, f"{R0}.name"),
     (f"{R0}.metricRule.name", ..., f"{R0}.metricRule.name"),
     (f"{R0}.metricRule.name", "cpu_usage_percent", f"{R0}.metricRule.name"),
@@ -180,9 +181,12 @@ def test_pod_qos_matching_rules() -> None:
     assert not prio.matches("ns", {}, "", 5)
     assert not prio.matches("ns", {}, "", 100)
     assert prio.matches("ns", {}, "", 50)
-    ns = qos(scopeSelector={"matchExpressions": [{"scopeName": "Namespace", "operator": "In", "values": ["batch"]},
-                                                 {"scopeName": "Unknown", "operator": "In", "values": ["z"]}]})
+    ns = qos(scopeSelector={"matchExpressions": [{"scopeName": "Namespace", "operator": "In", "values": ["batch"]}]})
     assert ns.matches("batch", {}, "", 0) and not ns.matches("prod", {}, "", 0)
+    # a scope the CRD does not know is refused, not ignored (ignored, it matched every pod)
+    with pytest.raises(ConfigError) as err:
+        qos(scopeSelector={"matchExpressions": [{"scopeName": "Unknown", "operator": "In", "values": ["z"]}]})
+    assert err.value.field == "spec.podQOS[0].scopeSelector.matchExpressions[0].scopeName"
 
 
 def test_dry_run_annotation_and_source_in_message() -> None:

@@ -7,7 +7,7 @@
 * proportion's queue allocations converge to the weighted fair share over repeated sessions.
 
 The priority invariant is checked with the conf Volcano's Helm chart ships (gang and drf not voting on
-preemptable): when gang votes too, the §2.6 tier rule lets a voter after an empty intersection start afresh, so a
+preemptable): when gang votes too, the docs/design/scheduler.md §2.6 tier rule lets a voter after an empty intersection start afresh, so a
 priority-violating victim list can come out of the tier (a faithfully reproduced upstream quirk).
 """
 
@@ -113,6 +113,7 @@ def _check(ssn: Session, sink: _Attributing, *, priority: bool) -> None:
         assert ok, f"{victim.key} (job prio {vjob.priority}, task prio {victim.priority}) evicted by equal or higher"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("conf_name", "seed"), [("helm", 20240607), ("full", 7)])
 def test_random_sessions_keep_gang_capacity_priority_and_safety_invariants(conf_name: str, seed: int) -> None:
     rng = random.Random(seed)

@@ -1,4 +1,4 @@
-"""Hypothesis state machine: random cluster churn under the real Scheduler (issue 5's "never over-commits, never binds
+"""Hypothesis state machine: random cluster churn under the real Scheduler (the promises "never over-commits, never binds
 twice, never binds part of a gang below minMember").
 
 The cluster is a :class:`MemoryCluster` whose ``bind`` fails at random in three ways a real API server does:
@@ -12,12 +12,10 @@ Invariants, checked after every step against the cluster's own objects (the grou
 1. No node's bound, non-terminal pods request more cpu, memory or pod slots than it has allocatable.
 2. No pod is bound twice: at most one successful binding per pod uid, and the scheduler never even *asks* to bind a
    pod the cluster already shows bound, except for the binder's own retry after a lost response in that session.
-3. Gangs are all-or-nothing.  Binds reach the API server one at a time, so a failure in the middle of a gang's binds
-   can leave it partly bound (Volcano behaves the same; the next sessions bind the rest).  The invariant is therefore:
-   a session that binds any pod of a gang leaves it with at least minMember ready pods (bound and not Failed; a
-   Succeeded pod counts, as in Volcano's readiness), *unless* a bind failure of that gang was reported in that
-   session's ``bind_failures``.  And a gang that never had a reported failure and never lost a pod to deletion has
-   either no pod bound or at least minMember.
+3. Gangs are all-or-nothing, as far as one-at-a-time binds allow (a failure mid-gang leaves it partly bound, as in
+   Volcano; later sessions bind the rest): a session that binds any pod of a gang leaves it at least minMember ready
+   pods (bound, not Failed) unless it reported a bind failure for that gang; a gang with no reported failure and no
+   deleted pod has no pod bound or at least minMember.
 4. Failures are reported exactly: ``bind_failures`` holds precisely the pods whose binding was not stored, and
    ``placements`` precisely those whose binding was (a lost response included).
 5. The scheduler's cache holds no stale assumption: the memory backend delivers watch events synchronously, so after a
@@ -31,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -297,7 +296,7 @@ class Churn(RuleBasedStateMachine):
 
 Churn.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None,
                                    suppress_health_check=[HealthCheck.too_slow])
-TestChurn = Churn.TestCase
+TestChurn = pytest.mark.slow(Churn.TestCase)
 
 
 def test_a_lost_bind_response_is_a_binding_not_a_failure() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from common.clock import FakeClock
+import numpy as np
+import pytest
+
+from common.clock import FakeClock, to_rfc3339
 from scheduler.framework.api import TaskStatus
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.evaluate import evaluate_nodes, score_nodes
@@ -20,6 +23,12 @@ tiers:
   - name: noderesources
   - name: loadaware
 """
+
+
+def _metric(name: str, cpu_milli: int) -> dict[str, Any]:
+    return {"apiVersion": "slo.loadwise.io/v1alpha1", "kind": "NodeMetric", "metadata": {"name": name},
+            "status": {"updateTime": to_rfc3339(T0 - 10),
+                       "nodeMetric": {"nodeUsage": {"resources": {"cpu": f"{cpu_milli}m", "memory": "1Gi"}}}}}
 
 
 def test_rowcache_recomputes_only_changed_rows() -> None:
@@ -41,26 +50,36 @@ def test_rowcache_recomputes_only_changed_rows() -> None:
     assert calls[-1] is None
 
 
-def test_memoised_scores_match_fresh_sessions() -> None:
+@pytest.mark.parametrize("shapes", [[("300m", "256Mi")], [("300m", "256Mi"), ("1", "1Gi"), ("150m", "2Gi")]])
+def test_memoised_scores_match_fresh_sessions(shapes: list[tuple[str, str]]) -> None:
+    """Several signatures taking turns: each one's memo must follow the placements made while others were used."""
     rng = np.random.default_rng(7)
-    nodes = [node(f"n{i}", cpu=str(int(rng.integers(2, 9)))) for i in range(12)]
-    pods = [pod(f"p{j}", cpu="300m", memory="256Mi") for j in range(30)]
+    cores = [int(rng.integers(2, 9)) for _ in range(12)]
+    nodes = [node(f"n{i}", cpu=str(c)) for i, c in enumerate(cores)]
+    # real usage near the default thresholds: the load-aware filter fails some nodes, more as pods are placed
+    nodes += [_metric(f"n{i}", int(c * 1000 * rng.uniform(0.3, 0.7))) for i, c in enumerate(cores)]
+    shape = {f"p{j}": shapes[j % len(shapes)] for j in range(30)}
+    pods = [pod(name, cpu=c, memory=m) for name, (c, m) in shape.items()]
     ssn = Session(Snapshot.from_objects(nodes + pods), conf(CONF), clock=FakeClock(T0), sink=RecordingSink())
-    pending = [t for t in ssn.tasks.values() if t.status is TaskStatus.PENDING]
+    pending = sorted((t for t in ssn.tasks.values() if t.status is TaskStatus.PENDING), key=lambda t: int(t.name[1:]))
     placed = []
+    failing = 0
     for k, task in enumerate(pending):
         mask = evaluate_nodes(ssn, task).feasible
         got = score_nodes(ssn, task, mask)
         # a fresh session over the same state, with nothing memoised
-        fresh_objs = nodes + [pod(t.name, cpu="300m", memory="256Mi", node_name=t.node_name) for t in placed]
-        fresh_objs.append(pod(task.name, cpu="300m", memory="256Mi"))
+        fresh_objs = nodes + [pod(t.name, *shape[t.name], node_name=t.node_name) for t in placed]
+        fresh_objs.append(pod(task.name, *shape[task.name]))
         fresh = Session(Snapshot.from_objects(fresh_objs), conf(CONF), clock=FakeClock(T0), sink=RecordingSink())
         ftask = next(t for t in fresh.tasks.values() if t.name == task.name)
         want = score_nodes(fresh, ftask, evaluate_nodes(fresh, ftask).feasible)
+        assert mask.tolist() == evaluate_nodes(fresh, ftask).feasible.tolist(), k
         assert got[mask].tolist() == want[mask].tolist(), k
+        failing += int((~mask).sum())
         i = int(rng.integers(len(ssn.nodes)))
         ssn.place(task, ssn.nodes[i], TaskStatus.ALLOCATED)
         placed.append(task)
         if k % 5 == 4:   # and sometimes take one back
             back = placed.pop(int(rng.integers(len(placed))))
             ssn.unplace(back)
+    assert failing > 0   # the filters were exercised, not only the scores

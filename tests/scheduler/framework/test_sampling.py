@@ -1,4 +1,4 @@
-"""Volcano's feasible-node search limit (specs/volcano.md §2.9): how many nodes, where a search starts and stops,
+"""Volcano's feasible-node search limit (docs/design/scheduler.md §2.9): how many nodes, where a search starts and stops,
 and which actions it applies to."""
 
 from __future__ import annotations

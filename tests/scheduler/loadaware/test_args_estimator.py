@@ -1,4 +1,4 @@
-"""LoadAwareScheduling args defaulting/validation and the default estimator (specs/koordinator.md §1.1, §1.4)."""
+"""LoadAwareScheduling args defaulting/validation and the default estimator (docs/design/loadaware.md §1, §4)."""
 
 from __future__ import annotations
 

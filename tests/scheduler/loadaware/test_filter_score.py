@@ -1,4 +1,4 @@
-"""Load-aware Filter/Score (specs/koordinator.md §1.5-1.8): worked numbers, strict comparisons, rounding,
+"""Load-aware Filter/Score (docs/design/loadaware.md §5-§8): worked numbers, strict comparisons, rounding,
 expiry, annotations, prod and aggregated profiles, DaemonSet skip and burst safety."""
 
 from __future__ import annotations
@@ -192,3 +192,28 @@ def test_node_annotation_threshold_beyond_int64_is_ignored(value: str) -> None:
     e = estimate_vector(estimate_pod(small, args.estimated_scaling_factors), args.resource_names)
     assert st.filter(e, is_prod=False, is_daemonset=False).mask.tolist() == [False]  # the plugin's 65% applies
     assert st.thresholds_for(0, e, is_prod=False).source == "plugin"
+
+
+def test_filter_and_score_on_rows_equal_the_whole_on_those_rows_and_the_filter_packs_losslessly() -> None:
+    """The row caches rely on it: any node's filter outcome and score depend on that node alone."""
+    args = parse_loadaware_args({"usageThresholds": {"cpu": 65, "memory": 80},
+                                 "prodUsageThresholds": {"cpu": 55}, "filterExpiredNodeMetrics": True})
+    rng = np.random.default_rng(5)
+    names = [f"n{i}" for i in range(24)]
+    nodes = {nm: (100000, 512 * GI) for nm in names}
+    metrics = [metric(nm, cpu_milli=int(rng.integers(0, 90000)), memory=int(rng.integers(0, 500)) * GI,
+                      update=1010.0 - (400 if i % 7 == 3 else 0), status=i % 11 != 5)
+               for i, nm in enumerate(names) if i % 9 != 4]
+    st = state(args, nodes, metrics)
+    rows = np.array([0, 3, 4, 5, 17, 23], dtype=np.int64)
+    for cpu in ("1", "8", "30"):
+        e = _est(None, pod("x", requests={"cpu": cpu, "memory": "8Gi"}, limits={"cpu": cpu, "memory": "8Gi"}))
+        for is_prod in (False, True):
+            whole = st.filter(e, is_prod=is_prod, is_daemonset=False)
+            part = st.filter(e, is_prod=is_prod, is_daemonset=False, rows=rows)
+            for field in ("mask", "failed_resource", "reason_code", "prod_pod"):
+                assert getattr(part, field).tolist() == getattr(whole, field)[rows].tolist(), (cpu, field)
+            back = st.unpacked(st.packed(whole), is_prod=is_prod)
+            assert st.reasons(back) == st.reasons(whole) and back.mask.tolist() == whole.mask.tolist()
+            assert st.score(e, is_prod=is_prod, rows=rows).tolist() == st.score(e, is_prod=is_prod)[rows].tolist()
+    assert len({code for code in st.filter(_est(), is_prod=False, is_daemonset=False).reason_code.tolist()}) > 2

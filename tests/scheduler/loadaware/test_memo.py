@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from common.clock import to_rfc3339
+from common.objects import NodeView, PodView
 from scheduler.framework.memo import SessionMemo
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import (
@@ -25,6 +28,7 @@ from scheduler.loadaware.cache import (
 )
 from scheduler.loadaware.freshness import NodeMetricFreshness
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.snapshot import open_state
 
 from .helpers import GI, metric
 
@@ -143,3 +147,42 @@ def test_metric_read_equals_the_reported_pods(draw: list[tuple[int, str, dict[st
     assert (dict(got.pod_usage), got.prod_reported) == _reference_read(m, names)
     assert list(got.pod_usage) == list(_reference_read(m, names)[0])
     assert got.node_usage == tuple(m.node_usage.get(n, 0) for n in names)
+
+
+@pytest.mark.parametrize("raw_args", [{}, {"estimatedSecondsAfterPodScheduled": 90},
+                                      {"estimatedSecondsAfterInitialized": 30, "allowCustomizeEstimation": True}])
+def test_memoised_state_equals_a_fresh_one_as_time_passes(raw_args: dict[str, Any]) -> None:
+    """Pods without a PodScheduled time are dated with each session's time: the kept entries, dated anew, and the
+    rows made from them must be what a state made afresh at that time holds."""
+    args = parse_loadaware_args(raw_args)
+    nodes = [NodeView.parse({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
+                             "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}}) for i in range(3)]
+    pods: list[PodView] = []
+    for j in range(9):
+        conds = []
+        if j % 3 == 0:
+            conds.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": to_rfc3339(900.0 + j)})
+        if j % 4 == 1:
+            conds.append({"type": "Initialized", "status": "True", "lastTransitionTime": to_rfc3339(950.0)})
+        ann = {"scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled": "40"} if j % 5 == 2 else {}
+        pods.append(PodView.parse({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"p{j}", "namespace": "d", "uid": f"u{j}", "annotations": ann},
+            "spec": {"nodeName": f"n{j % 3}", "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}}]},
+            "status": {"phase": "Running", "conditions": conds}}))
+    # reported usage for some pods, at times the session's clock passes
+    reported = [{"namespace": "d", "name": f"p{j}", "usage": {"resources": {"cpu": "500m", "memory": "512Mi"}}}
+                for j in range(0, 9, 2)]
+    metrics = {f"n{i}": metric(f"n{i}", cpu_milli=1000 * (i + 1), memory=GI, update=1000.0, pods=reported)
+               for i in range(3)}
+    by_node = [[p for p in pods if p.node_name == n.name] for n in nodes]
+    memo = SessionMemo()
+    for now in (1000.0, 1001.0, 1001.0, 1030.0, 1045.0, 1100.0, 1200.0):
+        memo.rotate()
+        kept = open_state(args, nodes, pods, metrics, now, None, LoadAwareMemo.of(memo, args), by_node)
+        fresh = open_state(args, nodes, pods, metrics, now)
+        for field in ("load_filter", "load_prod", "load_score", "has_status"):
+            assert getattr(kept, field).tolist() == getattr(fresh, field).tolist(), (now, field)
+        for n in nodes:
+            assert sorted(kept.cache.pods_on(n.name), key=str) == sorted(fresh.cache.pods_on(n.name), key=str), now

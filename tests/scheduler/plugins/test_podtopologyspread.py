@@ -196,3 +196,45 @@ def test_a_malformed_pod_constraint_keeps_the_pod_pending_with_the_reason() -> N
     ssn, sink = run([node("a", labels={"zone": "z"}), bad], conf("podtopologyspread"), explain=True)
     assert sink.binds == {}
     assert "spec.topologySpreadConstraints[0].maxSkew: must be >= 1" in message(ssn, "default/bad")
+
+
+def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() -> None:
+    """Counts are kept per group of pods with the same namespace and labels; after any placement or removal they
+    must equal a count over every placed pod, for matchers counted before and after the moves."""
+    from common.selectors import LabelSelector
+    from scheduler.framework.api import TaskStatus
+    from scheduler.plugins.podtopologyspread import matcher_matches
+
+    rng = random.Random(3)
+    apps = [{"app": "web"}, {"app": "db"}, {"app": "web", "tier": "front"}, {}]
+    objs: list[dict[str, Any]] = [node(f"n{i}", cpu="64") for i in range(6)]
+    for j in range(40):
+        bound = rng.random() < 0.5
+        objs.append(pod(f"p{j}", cpu="100m", namespace=rng.choice(["a", "b"]), labels=rng.choice(apps),
+                        node_name=f"n{rng.randrange(6)}" if bound else ""))
+    ssn, _ = session(objs, conf("podtopologyspread"))
+    index = PodIndex.of(ssn)
+    matchers = [((frozenset({ns}), LabelSelector.parse({"matchLabels": sel})),) for ns in ("a", "b")
+                for sel in ({"app": "web"}, {"app": "db"}, {})]
+    matchers.append(((None, LabelSelector.parse({"matchExpressions": [{"key": "tier", "operator": "Exists"}]})),))
+
+    def brute(matcher: Any) -> list[int]:
+        out = [0] * len(ssn.nodes)
+        for p in index._placed.values():
+            if matcher_matches(matcher, p.pod) and not p.terminating:
+                out[p.node] += 1
+        return out
+
+    for m in matchers[:3]:
+        assert index.counts(m, include_terminating=False).tolist() == brute(m)
+    tasks = list(ssn.tasks.values())
+    for step in range(60):
+        task = rng.choice(tasks)
+        if task.status is TaskStatus.PENDING:
+            ssn.place(task, rng.choice(ssn.nodes), TaskStatus.ALLOCATED)
+        elif task.status is TaskStatus.ALLOCATED:
+            ssn.unplace(task)
+        elif task.status is TaskStatus.RUNNING:
+            ssn.mark_releasing(task)
+        for m in matchers[: 3 + step // 10]:
+            assert index.counts(m, include_terminating=False).tolist() == brute(m), (step, m)

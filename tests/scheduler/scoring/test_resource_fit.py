@@ -1,4 +1,4 @@
-"""NodeResourcesFit strategies: table-driven against specs/kube-scoring.md §3-4 (incl. Go rounding pitfalls)."""
+"""NodeResourcesFit strategies: table-driven against docs/design/kube-scoring.md §3-§4 (incl. Go rounding pitfalls)."""
 
 from __future__ import annotations
 

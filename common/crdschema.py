@@ -1,0 +1,92 @@
+"""A CustomResourceDefinition's ``openAPIV3Schema`` as the one validation of the documents users write.
+
+The API server checks a custom resource against its CRD; a file read by the agent or ``loadwise qos-plan``
+never meets the API server, so it is checked here against the same schema (``common/crds/`` links to the
+manifests under ``deploy/crds``), through jsonschema.  The first problem becomes a :class:`ConfigError` whose
+``field`` is the path inside the object (``spec.podQOS[0].scopeSelector.matchExpressions[0].scopeName``).
+
+OpenAPI is not quite JSON Schema: ``nullable``, ``x-kubernetes-int-or-string`` and the structural rule that an
+object admits only its declared properties (unknown fields are refused, as ``kubectl apply`` does with strict
+field validation) are translated by :func:`closed`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from common.config import ConfigError
+
+__all__ = ["closed", "crd_schema", "field_path", "validate"]
+
+
+def closed(schema: Any) -> Any:
+    """OpenAPI (structural) -> JSON Schema where an object without a declared catch-all admits no other key."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items() if not k.startswith("x-kubernetes-") and k != "nullable"}
+    if schema.get("nullable") and "type" in out:
+        out["type"] = [out["type"], "null"]
+    if schema.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+    if (
+        "properties" in schema
+        and "additionalProperties" not in schema
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
+
+
+@cache
+def crd_schema(filename: str) -> dict[str, Any]:
+    """The (single) served version's openAPIV3Schema of the CRD shipped as ``common/crds/<filename>``."""
+    text = resources.files("common").joinpath("crds", filename).read_text(encoding="utf-8")
+    (crd,) = [d for d in yaml.safe_load_all(text) if d is not None]
+    (version,) = crd["spec"]["versions"]
+    return dict(version["schema"]["openAPIV3Schema"])
+
+
+@cache
+def _validator(filename: str) -> jsonschema.Draft202012Validator:
+    schema = closed(crd_schema(filename))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def field_path(parts: Iterable[str | int]) -> str:
+    """``("spec", "rules", 0, "name")`` -> ``spec.rules[0].name``."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
+    """The field an error is about and a one-line reason; an unknown key is named itself, not its parent."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        declared = error.schema.get("properties", {})
+        extra = sorted(str(k) for k in error.instance if k not in declared)
+        if extra:
+            known = ", ".join(sorted(declared))
+            return field_path([*path, extra[0]]), f"unknown field (known: {known})"
+    if error.validator == "required":
+        missing = str(error.message).split("'")[1] if "'" in error.message else ""
+        return field_path([*path, missing] if missing else path), "required"
+    return field_path(path), error.message
+
+
+def validate(obj: Mapping[str, Any], filename: str) -> None:
+    """Raise a ConfigError naming the field of the first place ``obj`` breaks the CRD's schema."""
+    error = jsonschema.exceptions.best_match(_validator(filename).iter_errors(obj))
+    if error is not None:
+        where, message = _describe(error)
+        raise ConfigError(message, field=where)
