@@ -14,7 +14,8 @@ import numpy as np
 from sim.model import PodKind
 from sim.record import KIND_CODES, RunRecord
 
-__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison"]
+__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison", "across_seeds",
+           "seed_table"]
 
 DEFINITIONS: dict[str, str] = {
     "hotspot node-minutes": "Σ over ticks of (nodes with CPU usage > 65% of allocatable, or memory > 95%) × tick minutes",
@@ -246,3 +247,41 @@ def comparison(results: Sequence[Measures], baseline: str = "kube-default") -> M
             "eviction_rate_percent": m.eviction_rate_percent,
         }
     return out
+
+
+def _spread(values: Mapping[int, float]) -> dict[str, Any]:
+    xs = list(values.values())
+    return {"mean": round(float(np.mean(xs)), 3), "min": min(xs), "max": max(xs), "by_seed": dict(values)}
+
+
+def across_seeds(per_seed: Mapping[int, Sequence[Measures]]) -> dict[str, Any]:
+    """Per policy and measure, the mean, min and max over the seeds (and each seed's value); per compared policy,
+    the same for its hotspot reduction against the baseline.  Policies in the order of the first seed."""
+    first = next(iter(per_seed.values()))
+    numbers = [k for k, v in first[0].to_json().items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    policies: dict[str, Any] = {}
+    for i, m in enumerate(first):
+        runs = {seed: results[i].to_json() for seed, results in per_seed.items()}
+        policies[m.policy] = {k: _spread({s: r[k] for s, r in runs.items()}) for k in numbers}
+    comparisons = {seed: comparison(results) for seed, results in per_seed.items()}
+    compared: dict[str, Any] = {}
+    for name in next(iter(comparisons.values())):
+        cuts = {s: c[name]["hotspot_reduction_percent"] for s, c in comparisons.items()}
+        known = {s: v for s, v in cuts.items() if v is not None}
+        compared[name] = {"baseline": next(iter(comparisons.values()))[name]["baseline"],
+                          "hotspot_reduction_percent": _spread(known) if known else None}
+    return {"seeds": list(per_seed), "policies": policies, "comparison": compared}
+
+
+def seed_table(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Rows of cells like :func:`table`, each cell ``mean [min - max]`` over the seeds."""
+    policies = summary["policies"]
+    rows = [["measure (mean [min - max] over seeds " + ",".join(map(str, summary["seeds"])) + ")", *policies]]
+    for label, attr, fmt in ROWS:
+        cells = []
+        for stats in policies.values():
+            s = stats[attr]
+            mean = fmt.replace(",d", ",.1f").replace(":d", ":.1f").format(s["mean"])
+            cells.append(f"{mean} [{fmt.format(s['min'])} - {fmt.format(s['max'])}]")
+        rows.append([label, *cells])
+    return rows

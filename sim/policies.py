@@ -11,6 +11,7 @@ WaterlinePolicy objects that every simulated node agent runs.  Built in (files i
   agents running ``waterline.yaml``;
 * ``loadaware-waterline-capped`` — as above with ``respectWaterlines: true``: nodes are also closed to new pods
   above their waterlines, which trades waiting pods for fewer hot nodes;
+* ``loadaware-waterline-strict`` — as ``loadaware-waterline`` without starvation relief (``relaxAfterSeconds``);
 * ``requests`` — ``requests.yaml``: NodeResourcesFit LeastAllocated alone (the weaker baseline of earlier
   releases); ``binpack`` — ``binpack.yaml``: kube-default with MostAllocated, packing by requests.
 
@@ -42,6 +43,7 @@ BUILTIN: dict[str, tuple[Path, Path | None]] = {
     "loadaware": (CONF_DIR / "loadaware.yaml", None),
     "loadaware-waterline": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
     "loadaware-waterline-capped": (CONF_DIR / "loadaware-waterline-capped.yaml", CONF_DIR / "waterline.yaml"),
+    "loadaware-waterline-strict": (CONF_DIR / "loadaware-waterline-strict.yaml", CONF_DIR / "waterline.yaml"),
     "requests": (CONF_DIR / "requests.yaml", None),
     "binpack": (CONF_DIR / "binpack.yaml", None),
 }

@@ -10,6 +10,14 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 ``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+
+Starvation relief (``relaxAfterSeconds``, default 0 = off): a pod that has been pending at least that long (since
+its creation) is no longer filtered on usage, only scored, so it goes wherever the other plugins (resource fit
+first) accept it, still preferring the coolest of those nodes.  Load-awareness then delays a pod by at most the
+bound; without it a pod that fits only on warm nodes can wait out a whole peak (docs/configure.md).
+
+Pressure filtering (``cpuPressureThreshold``, off by default): nodes whose reported CPU pressure is above
+the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from scheduler.loadaware.cache import assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.pressure import PressureFilter
 from scheduler.loadaware.snapshot import open_state
 
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
@@ -51,6 +60,8 @@ ARGUMENTS: tuple[str, ...] = (
     "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
     "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
     "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "relaxAfterSeconds",
+    "cpuPressureThreshold",
 )
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
@@ -176,11 +187,18 @@ class LoadAware:
                            percent, memo, by_node)
         self.state = state
 
+        pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
+                    if self.args.cpu_pressure_threshold else None)
         # rows change only when a pod is placed on or removed from a node, which the node arrays log
         filters = RowCache(ssn.arrays)
         rows = RowCache(ssn.arrays)
 
+        relax_after = self.args.relax_after_seconds
+
         def predicate(task: TaskInfo) -> FilterResult:
+            created = task.pod.creation_time
+            if relax_after and created is not None and ssn.now - created >= relax_after:
+                return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
             if task.pod.is_daemonset:
@@ -197,6 +215,15 @@ class LoadAware:
                 return [(Code.UNSCHEDULABLE, state.reason(unpacked[0], i))]
             return FilterResult(packed == 0, lazy=reasons)
 
+        def with_pressure(task: TaskInfo) -> FilterResult:
+            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set); a pod past
+            relaxAfterSeconds is relieved of both."""
+            res = predicate(task)
+            created = task.pod.creation_time
+            if pressure is None or (relax_after and created is not None and ssn.now - created >= relax_after):
+                return res
+            return FilterResult(res.passed & pressure.passed, lazy=lambda i: res.found(i) if not res.passed[i]
+                                else [(Code.UNSCHEDULABLE, pressure.reason(i))])
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
@@ -212,7 +239,7 @@ class LoadAware:
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
 
