@@ -99,10 +99,11 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 def test_policies() -> None:
     assert set(BUILTIN) == {"kube-default", "loadaware", "loadaware-waterline", "loadaware-waterline-capped",
-                            "loadaware-waterline-strict", "requests", "binpack"}
+                            "loadaware-waterline-strict", "requests", "binpack", "loadaware-rebalance"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
-        assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
+        assert bool(p.waterline) == p.name.startswith(("loadaware-waterline", "loadaware-rebalance"))
+        assert (p.rebalance is not None) == (p.name == "loadaware-rebalance")
         la = p.conf.plugin("loadaware")
         if p.name.startswith("loadaware-waterline"):
             assert la is not None and la.arguments["respectWaterlines"] == p.name.endswith("capped")
