@@ -26,7 +26,10 @@ DEFINITIONS: dict[str, str] = {
     "pending / unschedulable": "pods waiting at the end / of those, pods the last session could not fit anywhere",
     "wait to bind": "seconds from a pod's creation to its binding, 0 when the session of the tick it arrived in "
     "bound it; mean, p95, p99 and longest over all bindings, and the share of bindings that waited at all",
-    "evictions": "accepted evictions (waterline engine + scheduler preemption); rate = evictions / submitted pods",
+    "evictions": "accepted evictions (waterline engine + scheduler preemption + rebalancer); rate = evictions / "
+    "submitted pods",
+    "rebalancer": "pods the rebalancer moved (evicted once it proved a destination); lost work = run time of the moved "
+    "batch pods, which restart from the beginning (pod-hours); moved twice = workload pods moved again within an hour",
     "throttle-minutes": "pod-minutes under a waterline CPU quota below the pod's own limit",
     "cpu demand served": "CPU pods got / CPU they wanted (their usage profile capped by their own limit), over pods "
     "and ticks; per class too",
@@ -64,6 +67,7 @@ class Measures:
     waited_percent: float  # of bindings, those that waited beyond the tick the pod arrived in
     evictions_waterline: int
     evictions_scheduler: int
+    evictions_rebalancer: int
     eviction_rate_percent: float
     throttle_minutes: float
     cpu_demand_served_percent: float
@@ -82,10 +86,13 @@ class Measures:
     per_pod_ms: float
     wall_seconds: float
     cpu_seconds: float
+    rebalance_lost_pod_hours: float = 0.0
+    rebalance_moved_twice_within_hour: int = 0
+    rebalance_unproven: int = 0
 
     @property
     def evictions(self) -> int:
-        return self.evictions_waterline + self.evictions_scheduler
+        return self.evictions_waterline + self.evictions_scheduler + self.evictions_rebalancer
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -106,7 +113,7 @@ def measure(rec: RunRecord) -> Measures:
     waits = rec.waits
     sessions = rec.session_seconds
     placed = int(rec.session_placed.sum())
-    evictions = rec.waterline_evictions + rec.scheduler_evictions
+    evictions = rec.waterline_evictions + rec.scheduler_evictions + rec.rebalancer_evictions
     return Measures(
         policy=rec.policy,
         hotspot_node_minutes=round(float((cpu_hot | mem_hot).sum()) * minutes, 1),
@@ -131,6 +138,7 @@ def measure(rec: RunRecord) -> Measures:
         waited_percent=round(100.0 * float((waits > 0).mean()), 2) if waits.size else 0.0,
         evictions_waterline=rec.waterline_evictions,
         evictions_scheduler=rec.scheduler_evictions,
+        evictions_rebalancer=rec.rebalancer_evictions,
         eviction_rate_percent=round(100.0 * evictions / rec.submitted, 3) if rec.submitted else 0.0,
         throttle_minutes=round(float(rec.throttled.sum()) * minutes, 1),
         **_contention(rec),
@@ -141,6 +149,9 @@ def measure(rec: RunRecord) -> Measures:
         per_pod_ms=round(1000.0 * float(sessions.sum()) / placed, 2) if placed else 0.0,
         wall_seconds=round(rec.wall_seconds, 2),
         cpu_seconds=round(rec.cpu_seconds, 2),
+        rebalance_lost_pod_hours=float(rec.rebalance.get("lost_pod_hours", 0.0)),
+        rebalance_moved_twice_within_hour=int(rec.rebalance.get("moved_twice_within_hour", 0)),
+        rebalance_unproven=int(rec.rebalance.get("unproven", 0)),
     )
 
 
@@ -200,6 +211,9 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("bindings that waited, %", "waited_percent", "{:.2f}"),
     ("evictions by waterline", "evictions_waterline", "{:,d}"),
     ("evictions by scheduler", "evictions_scheduler", "{:,d}"),
+    ("evictions by rebalancer", "evictions_rebalancer", "{:,d}"),
+    ("  work lost to moves, pod-hours", "rebalance_lost_pod_hours", "{:.1f}"),
+    ("  pods moved twice within an hour", "rebalance_moved_twice_within_hour", "{:,d}"),
     ("evictions per submitted pod %", "eviction_rate_percent", "{:.2f}"),
     ("throttle-minutes (pod-minutes)", "throttle_minutes", "{:,.0f}"),
     ("CPU demand served %", "cpu_demand_served_percent", "{:.2f}"),

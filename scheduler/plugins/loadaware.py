@@ -23,7 +23,8 @@ the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -34,6 +35,7 @@ import numpy.typing as npt
 from common.config import ConfigError
 from common.objects import NodeView, PodView
 from common.qos import PriorityClass
+from common.reservation import active, parse_reservations, workload_of
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
@@ -42,7 +44,7 @@ from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
-from scheduler.loadaware.cache import assigned_pod
+from scheduler.loadaware.cache import AssignedPod, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
@@ -185,6 +187,7 @@ class LoadAware:
         # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
         state = open_state(self.args, views, chain.from_iterable(by_node), ssn.snapshot.node_metrics, ssn.now,
                            percent, memo, by_node)
+        own = self._reserve_rebalanced(state, views, ssn.now)
         self.state = state
 
         pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
@@ -201,8 +204,10 @@ class LoadAware:
                 return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            if task.pod.is_daemonset:
-                res = state.filter(est, is_prod=is_prod, is_daemonset=True)
+            entries = own.get(workload_of(task.pod)) if own else None
+            if task.pod.is_daemonset or entries:  # a daemon pod, or a moved pod's replacement: past the row memo
+                with _released(state, entries):  # the replacement does not see its own reservation
+                    res = state.filter(est, is_prod=is_prod, is_daemonset=task.pod.is_daemonset)
                 return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
             packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
                 state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
@@ -228,6 +233,11 @@ class LoadAware:
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
+            entries = own.get(workload_of(task.pod)) if own else None
+            if entries:  # the replacement of a moved pod: scored without its own reservation, past the row memo
+                with _released(state, entries):
+                    mine: IntArray = state.score(est, is_prod=is_prod) * self.weight
+                return mine
             raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
@@ -235,6 +245,8 @@ class LoadAware:
         def on_allocate(task: TaskInfo) -> None:
             if task.node_name:
                 state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args))
+                if own:  # a replacement placed where its reservation was: its own estimate counts from now on
+                    _consume(state, own, workload_of(task.pod), task.node_name)
 
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
@@ -243,8 +255,50 @@ class LoadAware:
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
 
+    def _reserve_rebalanced(self, state: LoadAwareState, views: Sequence[NodeView],
+                            now: float) -> dict[str, list[AssignedPod]]:
+        """Count the usage the rebalancer is moving to a node (its unexpired reservations, ``common.reservation``)
+        as load of that node, so other pods do not fill a destination before the moved pod arrives; returns the
+        entries by workload, which a pod of that workload does not see.  A malformed annotation reserves nothing:
+        the node is then judged on its metrics alone, as without a rebalancer."""
+        names = self.args.resource_names
+        own: dict[str, list[AssignedPod]] = {}
+        for node in views:
+            try:
+                entries = active(parse_reservations(node.annotations, node=node.name), now)
+            except ValueError:
+                continue
+            for r in entries:
+                entry = AssignedPod(f"rebalance:{node.name}:{r.pod}", node.name,
+                                    tuple(r.usage.get(n, 0) for n in names), r.prod, r.since, r.until)
+                state.reserve(entry)
+                own.setdefault(r.workload, []).append(entry)
+        return own
+
     def on_session_close(self, ssn: Session) -> None:
         self.state = None
+
+
+@contextmanager
+def _released(state: LoadAwareState, entries: Sequence[AssignedPod] | None) -> Iterator[None]:
+    """The rebalancer's reservations ``entries`` left out of ``state`` for the duration of the block."""
+    for e in entries or ():
+        state.unreserve(e.key)
+    try:
+        yield
+    finally:
+        for e in entries or ():
+            state.reserve(e)
+
+
+def _consume(state: LoadAwareState, own: dict[str, list[AssignedPod]], workload: str, node: str) -> None:
+    """Drop ``workload``'s reservation on ``node`` (one: one replacement takes one reservation's place)."""
+    entries = own.get(workload) or []
+    for i, e in enumerate(entries):
+        if e.node == node:
+            state.unreserve(e.key)
+            del entries[i]
+            return
 
 
 @register_plugin(NAME)

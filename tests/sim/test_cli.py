@@ -99,10 +99,11 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 def test_policies() -> None:
     assert set(BUILTIN) == {"kube-default", "loadaware", "loadaware-waterline", "loadaware-waterline-capped",
-                            "loadaware-waterline-strict", "requests", "binpack"}
+                            "loadaware-waterline-strict", "requests", "binpack", "loadaware-rebalance"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
-        assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
+        assert bool(p.waterline) == p.name.startswith(("loadaware-waterline", "loadaware-rebalance"))
+        assert (p.rebalance is not None) == (p.name == "loadaware-rebalance")
         la = p.conf.plugin("loadaware")
         if p.name.startswith("loadaware-waterline"):
             assert la is not None and la.arguments["respectWaterlines"] == p.name.endswith("capped")
@@ -153,7 +154,7 @@ def test_seeds_are_parsed_and_refused_clearly() -> None:
 
 def test_several_seeds_give_mean_min_max_per_measure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = main(["sim", "--nodes", "3", "--hours", "0.2", "--start-hour", "13", "--seeds", "1-2", "--json",
+    rc = main(["sim", "--nodes", "3", "--hours", "0.2", "--start-hour", "13", "--seeds", "1-2", "-o", "json",
                "--no-progress", "--jobs", "2", "--out", str(out)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
