@@ -37,6 +37,7 @@ from scheduler.leader import LeaderElector, LeaseConfig
 
 log = logging.getLogger("loadwise.rebalancer")
 DEFAULT_PORT = 10261
+DEFAULT_LEASE = "loadwise-rebalancer"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT)
     parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lease-name", default="loadwise-rebalancer")
+    parser.add_argument("--lease-name", default=DEFAULT_LEASE)
     parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
     parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
     parser.add_argument("--lease-duration", type=positive_float, default=15.0)
