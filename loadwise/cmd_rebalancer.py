@@ -12,16 +12,15 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import signal
-import socket
 import sys
 import threading
 
 from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
-from loadwise.argtypes import port, positive_float
+from loadwise.argtypes import port
+from loadwise.leaseflags import add_lease_arguments, lease_config
 from rebalancer.args import load_rebalance_args
 from rebalancer.daemon import RebalancerDaemon
 from rebalancer.plan import Rebalancer
@@ -53,20 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address for /metrics, /healthz, /readyz (default %(default)s)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
                         help="port for /metrics, /healthz, /readyz (default %(default)s)")
-    lease = parser.add_argument_group("leader election (a coordination.k8s.io Lease of its own)")
-    lease.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                       help="only the holder of the Lease rebalances (default on; --no-leader-elect for one replica)")
-    lease.add_argument("--lease-name", default=DEFAULT_LEASE, metavar="NAME", help="the Lease's name (default %(default)s)")
-    lease.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"),
-                       metavar="NAMESPACE", help="the Lease's namespace (default: $POD_NAMESPACE, else loadwise-system)")
-    lease.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), metavar="ID",
-                       help="this replica's holder identity (default: $POD_NAME, else the host name)")
-    lease.add_argument("--lease-duration", type=positive_float, default=15.0, metavar="SECONDS",
-                       help="how long followers wait after the last renewal before taking over (default %(default)s)")
-    lease.add_argument("--renew-deadline", type=positive_float, default=10.0, metavar="SECONDS",
-                       help="how long the leader keeps trying to renew before it stops (default %(default)s)")
-    lease.add_argument("--retry-period", type=positive_float, default=2.0, metavar="SECONDS",
-                       help="time between attempts to acquire or renew (default %(default)s)")
+    add_lease_arguments(parser, name=DEFAULT_LEASE, holder_does="rebalances",
+                        title="leader election (a coordination.k8s.io Lease of its own)")
 
 
 def _loop(daemon: RebalancerDaemon, stop: threading.Event, period: float, elector: LeaderElector | None) -> None:
@@ -90,9 +77,7 @@ def run(args: argparse.Namespace) -> int:
         if args.dry_run:
             rb_args = dataclasses.replace(rb_args, dry_run=True)
         conf = load_conf(args.scheduler_conf) if args.scheduler_conf else default_conf()
-        lease = LeaseConfig(name=args.lease_name, namespace=args.lease_namespace, identity=args.identity,
-                            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-                            retry_period=args.retry_period)
+        lease = lease_config(args)
         from common.cluster.kube import load_cluster
 
         cluster: Cluster = load_cluster(args.kubeconfig)
