@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from common.objects import PodView
 from common.qos import PriorityClass
-from common.reservation import Reservation, active, parse_reservations, workload_of
+from common.reservation import RESERVATIONS_ANNOTATION, Reservation, active, parse_reservations, workload_of
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
@@ -152,7 +152,8 @@ class Rebalancer:
             plan.note = "no node confirmed hot"
             return plan
         closed = frozenset(n for n, k in classes.items() if k in (NodeClass.HIGH, NodeClass.STALE))
-        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now)) for n in snapshot.nodes}
+        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
+                    for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
         rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,
                                  reserved))
         by_node: dict[str, list[PodView]] = {}
@@ -180,6 +181,8 @@ class Rebalancer:
         try:
             entries = active(parse_reservations(annotations, node=node), now)
         except ValueError:
+            return []
+        if not entries:
             return []
         arrived = {(workload_of(p), p.creation_time or 0.0) for p in snapshot.pods if p.node_name == node}
         return [r for r in entries if not any(w == r.workload and t >= r.since for w, t in arrived)]
