@@ -1,9 +1,9 @@
-"""``loadwise rebalancer --config F [--scheduler-conf F] [--kubeconfig F] [--dry-run] [--once [-o text|json]]``: the
-rebalancer daemon with its own Lease leader election, and /metrics, /healthz, /readyz on one HTTP port.
+"""``loadwise rebalancer --config F [--scheduler-conf F] [--kubeconfig F] [--dry-run] [--once]``: the rebalancer
+daemon with its own Lease leader election, and /metrics, /healthz, /readyz on one HTTP port.
 
 It reads the cluster through the scheduler's informer cache and proves destinations with the scheduler's conf:
-give it the same conf file the scheduler runs.  ``--once`` runs one round, prints the plan and exits; with
-``--dry-run`` (or ``dryRun: true``) nothing is evicted or written.
+give it the same conf file the scheduler runs.  ``--once`` runs one round, prints the plan (``-o text|json``) and
+exits; with ``--dry-run`` (or ``dryRun: true``) nothing is evicted or written.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
 from loadwise.argtypes import port
-from loadwise.leaseflags import add_lease_arguments, lease_config
+from loadwise.flags import add_kubeconfig_flag, add_lease_flags, add_scheduler_name_flag, lease_config
+from loadwise.output import add_output_flag
 from rebalancer.args import load_rebalance_args
 from rebalancer.daemon import RebalancerDaemon
 from rebalancer.plan import Rebalancer
@@ -28,7 +29,6 @@ from rebalancer.report import plan_json, render_plan
 from rebalancer.server import make_app
 from scheduler.cache import SchedulerCache
 from scheduler.conf import default_conf, load_conf
-from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
 from scheduler.leader import LeaderElector, LeaseConfig
 from scheduler.server import BackgroundServer
 
@@ -41,19 +41,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="F", help="rebalancer arguments (LowNodeLoad names)")
     parser.add_argument("--scheduler-conf", metavar="F",
                         help="the scheduler's conf file, for the destination proof; the built-in default when omitted")
-    parser.add_argument("--kubeconfig", metavar="F", help="kubeconfig file; in-cluster service account when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, metavar="NAME",
-                        help="the scheduler whose pods the proof places (default %(default)s)")
+    add_kubeconfig_flag(parser)
+    add_scheduler_name_flag(parser, "rebalance")
     parser.add_argument("--dry-run", action="store_true", help="plan only: evict nothing, write nothing")
     parser.add_argument("--once", action="store_true", help="run one round, print the plan and exit")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                        help="format of the plan --once prints (default %(default)s)")
+    add_output_flag(parser)
     parser.add_argument("--listen", default="0.0.0.0", metavar="ADDRESS",
                         help="address for /metrics, /healthz, /readyz (default %(default)s)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
                         help="port for /metrics, /healthz, /readyz (default %(default)s)")
-    add_lease_arguments(parser, name=DEFAULT_LEASE, holder_does="rebalances",
-                        title="leader election (a coordination.k8s.io Lease of its own)")
+    add_lease_flags(parser, DEFAULT_LEASE)
 
 
 def _loop(daemon: RebalancerDaemon, stop: threading.Event, period: float, elector: LeaderElector | None) -> None:

@@ -13,11 +13,10 @@ from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
 from loadwise.argtypes import port, positive_float
-from loadwise.leaseflags import add_lease_arguments, lease_config
+from loadwise.flags import add_kubeconfig_flag, add_lease_flags, add_scheduler_name_flag, lease_config
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
-from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
 from scheduler.leader import LeaderElector
 from scheduler.server import BackgroundServer, make_app
 
@@ -26,14 +25,11 @@ DEFAULT_PORT = 10259
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", metavar="F",
-                        help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then "
-                             "~/.kube/config)")
+    add_kubeconfig_flag(parser)
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
     parser.add_argument("--config", metavar="F",
                         help="scheduler conf file (hot reloaded); the built-in default when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, metavar="NAME",
-                        help="schedule the pods whose spec.schedulerName is NAME (default %(default)s)")
+    add_scheduler_name_flag(parser, "schedule")
     parser.add_argument("--schedule-period", type=positive_float, default=1.0, metavar="SECONDS",
                         help="seconds from the start of one scheduling session to the next (default %(default)s)")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
@@ -48,8 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address for /metrics, /healthz, /readyz (default %(default)s)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
                         help="port for /metrics, /healthz, /readyz (default %(default)s)")
-    add_lease_arguments(parser, name="loadwise-scheduler", holder_does="schedules",
-                        title="leader election (a coordination.k8s.io Lease, as kube-scheduler)")
+    add_lease_flags(parser, "loadwise-scheduler")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -154,7 +154,7 @@ def test_seeds_are_parsed_and_refused_clearly() -> None:
 
 def test_several_seeds_give_mean_min_max_per_measure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = main(["sim", "--nodes", "3", "--hours", "0.2", "--start-hour", "13", "--seeds", "1-2", "--json",
+    rc = main(["sim", "--nodes", "3", "--hours", "0.2", "--start-hour", "13", "--seeds", "1-2", "-o", "json",
                "--no-progress", "--jobs", "2", "--out", str(out)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
