@@ -11,6 +11,7 @@ silently fall back to a default)::
     cgroupVersion: auto             # auto | v1 | v2
     cgroupDriver: auto              # auto | systemd | cgroupfs
     collectContainers: true         # per-container CPU and quota (needed by the waterline engine)
+    pressure: true                  # PSI: node /proc/pressure, and per pod on cgroup v2 (where the kernel has it)
     listenAddress: 0.0.0.0
     port: 9326                      # /metrics, /healthz, /readyz
     debugAddress: 127.0.0.1         # /debug/state and /nodemetric (pod names and usage): localhost only ...
@@ -66,6 +67,7 @@ class AgentConfig:
     cgroup_version: str = "auto"
     cgroup_driver: str = "auto"
     collect_containers: bool = True
+    pressure: bool = True
     listen_address: str = "0.0.0.0"
     port: int = DEFAULT_PORT
     debug_address: str = "127.0.0.1"
@@ -116,6 +118,7 @@ class AgentConfig:
             cgroup_version=r.choice("cgroupVersion", "auto", ("auto", "v1", "v2")),
             cgroup_driver=r.choice("cgroupDriver", "auto", ("auto", "systemd", "cgroupfs")),
             collect_containers=r.boolean("collectContainers", True),
+            pressure=r.boolean("pressure", True),
             listen_address=r.string("listenAddress", "0.0.0.0", required=True),
             port=int(r.number("port", DEFAULT_PORT, minimum=0, maximum=65535, integer=True)),
             debug_address=r.string("debugAddress", "127.0.0.1", required=True),
@@ -145,6 +148,7 @@ CONFIG_KEYS = {
     "cgroupVersion",
     "cgroupDriver",
     "collectContainers",
+    "pressure",
     "listenAddress",
     "port",
     "debugAddress",

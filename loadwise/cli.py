@@ -23,6 +23,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("loadwise.cmd_doctor", "Check this node for the agent: cgroup version/driver, paths, API access, RBAC"),
     "explain": ("loadwise.cmd_explain", "Run one scheduling session on a snapshot and explain every decision"),
     "scheduler": ("loadwise.cmd_scheduler", "Run the scheduler daemon (Volcano-style sessions, leader election)"),
+    "rebalancer": ("loadwise.cmd_rebalancer", "Run the rebalancer: move pods off nodes that stay hot, where the scheduler "
+                                              "proves a cooler node"),
+    "rebalance-plan": ("loadwise.cmd_rebalance_plan", "Plan one rebalancing round on a snapshot offline, with the numbers"),
     "qos-plan": ("loadwise.cmd_qos_plan", "Replay a WaterlinePolicy against a node state offline and print the decisions"),
     "sim": ("loadwise.cmd_sim", "Simulate a cluster on a synthetic or trace workload and compare scheduler confs"),
 }

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from agent.collect.cgroups import CgroupLayout, CgroupReader, detect_layout
 from agent.collect.collector import Collector, NodeSource
 from agent.collect.procfs import ProcfsNodeSource, read_loadavg
+from agent.collect.psi import NodePressureSource
 from agent.collect.psutil_source import PsutilNodeSource
 from agent.config import AgentConfig
 from agent.daemon import Agent, run_agent
@@ -83,10 +84,13 @@ def build_agent(
     """Wire collectors, the waterline runtime and the agent from a config (also used by tests)."""
     clock = clock or SystemClock()
     layout = layout if layout is not None else cgroup_layout(config)
-    reader = CgroupReader(layout, containers=config.collect_containers) if layout is not None else None
+    psi = NodePressureSource(config.proc_root)
+    psi_on = config.pressure and psi.available()
+    reader = (CgroupReader(layout, containers=config.collect_containers, pressure=psi_on)
+              if layout is not None else None)
     # Container counters are read once per waterline interval: their rates must outlive it.
     ttl = max(20 * config.collect_interval_seconds, 3 * config.waterline.interval_seconds)
-    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl)
+    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl, pressure=psi if psi_on else None)
     registry = CollectorRegistry()
     runtime = None
     if config.waterline.enabled:

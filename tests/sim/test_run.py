@@ -195,7 +195,8 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
     assert readers == USAGE_PLUGINS
     agents = {p.name: p.node_agents for p in load_policies(list(BUILTIN))}
     assert agents == {"kube-default": False, "loadaware": True, "loadaware-waterline": True,
-                      "loadaware-waterline-capped": True, "requests": False, "binpack": False}
+                      "loadaware-waterline-capped": True, "loadaware-waterline-strict": True, "requests": False,
+                      "binpack": False, "loadaware-rebalance": True}
     # A plugin Loadwise does not ship might read usage: agents run.
     custom = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "somebody-elses"}]}]},
                         validate_plugins=False)
