@@ -15,10 +15,6 @@ import logging
 import signal
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from common.clock import SystemClock
 from common.cluster import Cluster
@@ -30,17 +26,21 @@ from rebalancer.args import load_rebalance_args
 from rebalancer.daemon import RebalancerDaemon
 from rebalancer.plan import Rebalancer
 from rebalancer.report import plan_json, render_plan
+from rebalancer.server import make_app
 from scheduler.cache import SchedulerCache
 from scheduler.conf import default_conf, load_conf
 from scheduler.leader import LeaderElector, LeaseConfig
+from scheduler.server import BackgroundServer
 
 log = logging.getLogger("loadwise.rebalancer")
 DEFAULT_PORT = 10261
+DEFAULT_LEASE = "loadwise-rebalancer"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", required=True, help="rebalancer arguments (LowNodeLoad names)")
-    parser.add_argument("--scheduler-conf", help="the scheduler's conf file; the built-in default when omitted")
+    parser.add_argument("--config", required=True, metavar="F", help="rebalancer arguments (LowNodeLoad names)")
+    parser.add_argument("--scheduler-conf", metavar="F",
+                        help="the scheduler's conf file, for the destination proof; the built-in default when omitted")
     add_kubeconfig_flag(parser)
     add_scheduler_name_flag(parser, "rebalance")
     parser.add_argument("--dry-run", action="store_true", help="plan only: evict nothing, write nothing")
@@ -50,31 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address for /metrics, /healthz, /readyz (default %(default)s)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
                         help="port for /metrics, /healthz, /readyz (default %(default)s)")
-    add_lease_flags(parser, "loadwise-rebalancer")
-
-
-def _server(daemon: RebalancerDaemon, cache: SchedulerCache, listen: str, port: int) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-            code, body, ctype = 200, b"ok", "text/plain"
-            if self.path.startswith("/metrics"):
-                body, ctype = generate_latest(daemon.metrics.registry), CONTENT_TYPE_LATEST
-            elif self.path.startswith("/readyz") and not cache.has_synced():
-                code, body = 503, b"not synced"
-            elif not self.path.startswith(("/healthz", "/readyz")):
-                code, body = 404, b"not found"
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer((listen, port), Handler)
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    return server
+    add_lease_flags(parser, DEFAULT_LEASE)
 
 
 def _loop(daemon: RebalancerDaemon, stop: threading.Event, period: float, elector: LeaderElector | None) -> None:
@@ -93,7 +69,6 @@ def _loop(daemon: RebalancerDaemon, stop: threading.Event, period: float, electo
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         rb_args = load_rebalance_args(args.config)
         if args.dry_run:
@@ -124,8 +99,9 @@ def _serve(args: argparse.Namespace, daemon: RebalancerDaemon, cache: SchedulerC
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    server = BackgroundServer(make_app(daemon.metrics, cache), args.listen, args.port)
     try:
-        server = _server(daemon, cache, args.listen, args.port)
+        server.start()
     except OSError as exc:
         print(f"loadwise rebalancer: cannot listen on {args.listen}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 2
@@ -144,5 +120,5 @@ def _serve(args: argparse.Namespace, daemon: RebalancerDaemon, cache: SchedulerC
         for t in threads:
             t.join(timeout=5)
         cache.stop()
-        server.shutdown()
+        server.stop()
     return 0
