@@ -11,8 +11,11 @@ silently fall back to a default)::
     cgroupVersion: auto             # auto | v1 | v2
     cgroupDriver: auto              # auto | systemd | cgroupfs
     collectContainers: true         # per-container CPU and quota (needed by the waterline engine)
+    pressure: true                  # PSI: node /proc/pressure, and per pod on cgroup v2 (where the kernel has it)
     listenAddress: 0.0.0.0
-    port: 9326
+    port: 9326                      # /metrics, /healthz, /readyz
+    debugAddress: 127.0.0.1         # /debug/state and /nodemetric (pod names and usage): localhost only ...
+    debugPort: 9328                 # ... reached with kubectl port-forward; 0 turns them off
     podMetrics: true                # per-pod gauges on /metrics (cardinality = pods on the node)
     reportRetryInitialSeconds: 1    # a failed NodeMetric report is retried with doubling delays ...
     reportRetryMaxSeconds: 30       # ... capped here (and never later than the next regular report)
@@ -40,9 +43,10 @@ from typing import Any
 from agent.nodemetric import MetricCollectPolicy
 from common.config import ConfigError, load_document
 
-__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT", "CONFIG_KEYS"]
+__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT", "DEFAULT_DEBUG_PORT", "CONFIG_KEYS"]
 
 DEFAULT_PORT = 9326
+DEFAULT_DEBUG_PORT = 9328
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +67,11 @@ class AgentConfig:
     cgroup_version: str = "auto"
     cgroup_driver: str = "auto"
     collect_containers: bool = True
+    pressure: bool = True
     listen_address: str = "0.0.0.0"
     port: int = DEFAULT_PORT
+    debug_address: str = "127.0.0.1"
+    debug_port: int = DEFAULT_DEBUG_PORT
     pod_metrics: bool = True
     report_retry_initial_seconds: float = 1.0
     report_retry_max_seconds: float = 30.0
@@ -111,8 +118,11 @@ class AgentConfig:
             cgroup_version=r.choice("cgroupVersion", "auto", ("auto", "v1", "v2")),
             cgroup_driver=r.choice("cgroupDriver", "auto", ("auto", "systemd", "cgroupfs")),
             collect_containers=r.boolean("collectContainers", True),
+            pressure=r.boolean("pressure", True),
             listen_address=r.string("listenAddress", "0.0.0.0", required=True),
             port=int(r.number("port", DEFAULT_PORT, minimum=0, maximum=65535, integer=True)),
+            debug_address=r.string("debugAddress", "127.0.0.1", required=True),
+            debug_port=int(r.number("debugPort", DEFAULT_DEBUG_PORT, minimum=0, maximum=65535, integer=True)),
             pod_metrics=r.boolean("podMetrics", True),
             report_retry_initial_seconds=r.number("reportRetryInitialSeconds", 1.0, minimum=0.01),
             report_retry_max_seconds=r.number("reportRetryMaxSeconds", 30.0, minimum=0.01),
@@ -138,8 +148,11 @@ CONFIG_KEYS = {
     "cgroupVersion",
     "cgroupDriver",
     "collectContainers",
+    "pressure",
     "listenAddress",
     "port",
+    "debugAddress",
+    "debugPort",
     "podMetrics",
     "reportRetryInitialSeconds",
     "reportRetryMaxSeconds",

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from agent.aggregate import AGGREGATIONS, aggregate
 from agent.collect.collector import Collector, Tick
+from agent.collect.psi import nodemetric_pressure
 from agent.config import AgentConfig
 from agent.metrics import AgentMetrics, AggregateRow, PodUsageRow, UsageView
 from agent.nodemetric import (
@@ -234,7 +235,11 @@ class Agent:
         metas = self.pods.metas(pods) if self.cluster is not None else [PodMeta.from_pod(p) for p in pods.values()]
         with self._lock:
             self.store.set_policy(policy)
-            return build_nodemetric_status(self.store, self.clock.now(), policy, metas)
+            status = build_nodemetric_status(self.store, self.clock.now(), policy, metas)
+        tick = self.last_tick
+        if tick is not None and tick.pressure:  # a Loadwise extension: Koordinator's NodeMetric has no PSI
+            status["nodeMetric"]["extensions"] = {"pressure": nodemetric_pressure(tick.pressure)}
+        return status
 
     def nodemetric(self) -> dict[str, Any]:
         """The whole object this agent would write now (``/nodemetric``)."""
@@ -326,6 +331,7 @@ class Agent:
                     cpu_cores=usage.cpu_cores,
                     memory_bytes=float(usage.memory.usage_without_page_cache) if usage.memory else None,
                     working_set_bytes=float(usage.working_set_bytes) if usage.working_set_bytes is not None else None,
+                    pressure=usage.pressure,
                 )
             )
         policy = self.policy
@@ -354,6 +360,7 @@ class Agent:
             cgroups_without_pod=sum(1 for uid in tick.pods if uid not in pods),
             history_bytes=history_bytes,
             history_series=history_series,
+            pressure=tick.pressure,
         )
 
 
@@ -362,15 +369,20 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
     from aiohttp import web
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-    from agent.server import make_app
+    from agent.server import make_app, make_debug_app
 
     cfg = agent.config
     await asyncio.to_thread(agent.start)
-    runner = web.AppRunner(make_app(agent), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, cfg.listen_address, cfg.port)
-    await site.start()
-    log.info("agent for node %s serving on %s:%d", agent.node_name, cfg.listen_address, cfg.port)
+    runners = [web.AppRunner(make_app(agent), access_log=None)]
+    sites = [(cfg.listen_address, cfg.port)]
+    if cfg.debug_port:
+        runners.append(web.AppRunner(make_debug_app(agent), access_log=None))
+        sites.append((cfg.debug_address, cfg.debug_port))
+    for runner, (address, port) in zip(runners, sites, strict=True):
+        await runner.setup()
+        await web.TCPSite(runner, address, port).start()
+    log.info("agent for node %s serving on %s:%d%s", agent.node_name, cfg.listen_address, cfg.port,
+             f", debug endpoints on {cfg.debug_address}:{cfg.debug_port}" if cfg.debug_port else "")
     scheduler = AsyncIOScheduler()
     common_args: dict[str, Any] = {"max_instances": 1, "coalesce": True, "misfire_grace_time": None}
     scheduler.add_job(agent.collect_once, "interval", seconds=cfg.collect_interval_seconds, id="collect",
@@ -385,7 +397,8 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
         await stop.wait()
     finally:
         scheduler.shutdown(wait=False)
-        await runner.cleanup()
+        for runner in runners:
+            await runner.cleanup()
         await asyncio.to_thread(agent.stop)
 
 

@@ -10,6 +10,7 @@ entry with a SelfSubjectAccessReview, and the deployment's Role can be checked a
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +21,14 @@ from agent.config import AgentConfig
 from common.cluster import ApiError, Cluster, ListResult, NotFound
 from common.qos import QoSClass
 
-__all__ = ["Check", "ApiAccess", "AGENT_API_ACCESS", "check_host", "check_api", "check_rbac"]
+__all__ = ["Check", "ApiAccess", "AGENT_API_ACCESS", "API_REACHABLE", "check_host", "check_api", "check_rbac",
+           "cgroup_mounts", "unreachable", "OK", "WARN", "FAIL", "SKIP"]
 
 OK = "ok"
 WARN = "warn"
 FAIL = "fail"
 SKIP = "skip"
+API_REACHABLE = "api: reachable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +102,53 @@ def _controllers(layout: CgroupLayout) -> str:
     return f"v2 at {layout.cpuacct_dir}, controllers: {' '.join(ctl) or '(none)'}"
 
 
+def cgroup_mounts(mountinfo: str) -> list[tuple[str, str, str]]:
+    """``(mount point, filesystem type, controllers)`` of every cgroup and cgroup2 mount in a mountinfo text."""
+    out = []
+    for line in mountinfo.splitlines():
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 5 or len(tail) < 3 or tail[0] not in ("cgroup", "cgroup2"):
+            continue
+        options = [o for o in tail[2].split(",") if o not in ("rw", "ro")] if tail[0] == "cgroup" else []
+        out.append((fields[4], tail[0], ",".join(options)))
+    return out
+
+
+def _mounts_check(config: AgentConfig) -> Check:
+    """What is mounted where, as the kernel says (the host's PID 1 under ``procRoot``, else this process)."""
+    for path in (os.path.join(config.proc_root, "1", "mountinfo"), "/proc/self/mountinfo"):
+        try:
+            mounts = cgroup_mounts(read_file(path).decode())
+        except OSError:
+            continue
+        if not mounts:
+            return Check("cgroup mounts", WARN, f"{path}: no cgroup or cgroup2 mount")
+        v2 = [m for m, kind, _ in mounts if kind == "cgroup2"]
+        v1 = [f"{m} ({ctl})" for m, kind, ctl in mounts if kind == "cgroup"]
+        parts = ([f"cgroup2 at {', '.join(v2)}"] if v2 else []) + ([f"v1: {', '.join(v1)}"] if v1 else [])
+        hybrid = " (hybrid: cgroup2 next to v1)" if v1 and v2 else ""
+        return Check("cgroup mounts", OK, f"{'; '.join(parts)}{hybrid}")
+    return Check("cgroup mounts", SKIP, f"{config.proc_root}/1/mountinfo and /proc/self/mountinfo not readable")
+
+
+def _layout_check(config: AgentConfig, layout: CgroupLayout) -> Check:
+    """The version and driver, and the evidence for the driver: kubepods found, the config, or a guess."""
+    kubepods = os.path.join(layout.cpuacct_dir, layout.kubepods())
+    if config.cgroup_driver != "auto":
+        how, verdict = f"driver {layout.driver} (set in the config)", OK
+    elif os.path.isdir(kubepods):
+        how, verdict = f"driver {layout.driver} ({kubepods} found)", OK
+    else:
+        under = os.path.join(layout.cpuacct_dir, layout.parent) if layout.parent else layout.cpuacct_dir
+        how, verdict = (f"driver {layout.driver} assumed: neither kubepods.slice nor kubepods under {under} "
+                        "(no pods yet, or set cgroupParent/cgroupDriver)"), WARN
+    return Check("cgroup", verdict, f"version {layout.version}, {how}; {_controllers(layout)}")
+
+
 def check_host(config: AgentConfig) -> tuple[list[Check], CgroupLayout | None]:
-    """procfs, cgroup version/driver, kubepods paths, one pod's files."""
-    checks = [_proc_check(config)]
+    """procfs, the cgroup mounts, cgroup version/driver, kubepods paths, one pod's files."""
+    checks = [_proc_check(config), _mounts_check(config)]
     try:
         layout = detect_layout(
             config.cgroup_root, version=config.cgroup_version, driver=config.cgroup_driver, parent=config.cgroup_parent
@@ -109,7 +156,7 @@ def check_host(config: AgentConfig) -> tuple[list[Check], CgroupLayout | None]:
     except (FileNotFoundError, ValueError) as exc:
         checks.append(Check("cgroup", FAIL, str(exc)))
         return checks, None
-    checks.append(Check("cgroup", OK, f"version {layout.version}, driver {layout.driver}; {_controllers(layout)}"))
+    checks.append(_layout_check(config, layout))
     for hierarchy, base in (("cpuacct", layout.cpuacct_dir), ("cpu", layout.cpu_dir), ("memory", layout.memory_dir)):
         path = os.path.join(base, layout.kubepods())
         if os.path.isdir(path):
@@ -130,8 +177,23 @@ def check_host(config: AgentConfig) -> tuple[list[Check], CgroupLayout | None]:
     return checks, layout
 
 
+_OBJECT_AT = re.compile(r"<[^>]* object at 0x[0-9a-f]+>: ")
+
+
+def unreachable(exc: ApiError) -> str:
+    """For an API call that never got an answer (the client maps that to a 503 of its own), why, in one line;
+    "" for an answer the API server gave."""
+    cause = exc.__cause__
+    if cause is None or isinstance(cause, ApiError):
+        return ""
+    reason = getattr(cause, "reason", None) or cause
+    text = _OBJECT_AT.sub("", " ".join(str(reason).split()))
+    return f"{type(reason).__name__}: {text}" if text else type(reason).__name__
+
+
 def check_api(cluster: Cluster, node_name: str) -> list[Check]:
-    """Reachability and the reads the agent does at start."""
+    """Reachability and the reads the agent does at start; an unreachable API server is one failed check
+    (``api: reachable``), not one invented HTTP status per probe."""
     checks: list[Check] = []
     probes: list[tuple[str, Callable[[], Any]]] = [
         ("api: node", lambda: cluster.get("Node", node_name)),
@@ -148,14 +210,21 @@ def check_api(cluster: Cluster, node_name: str) -> list[Check]:
                 checks.append(Check(name, FAIL, f"not found ({exc}); is the node name right?"))
             continue
         except ApiError as exc:
-            checks.append(Check(name, FAIL, f"HTTP {exc.status}: {exc}"))
+            why = unreachable(exc)
+            if why:
+                return [Check(API_REACHABLE, FAIL, f"cannot reach the API server: {why}")]
+            checks.append(Check(name, FAIL, f"HTTP {exc.status} {exc.reason}: {_one_line(str(exc))}"))
             continue
         except Exception as exc:  # noqa: BLE001 - transport errors of any client
-            checks.append(Check(name, FAIL, f"{type(exc).__name__}: {exc}"))
-            continue
+            return [Check(API_REACHABLE, FAIL, f"cannot reach the API server: {type(exc).__name__}: "
+                                               f"{_one_line(str(exc))}")]
         detail = f"{len(result.items)} pods" if isinstance(result, ListResult) else "readable"
         checks.append(Check(name, OK, detail))
-    return checks
+    return [Check(API_REACHABLE, OK, "answers"), *checks]
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def check_rbac(review: Callable[[ApiAccess], bool | None], *, enforce: bool = True) -> list[Check]:
@@ -169,7 +238,8 @@ def check_rbac(review: Callable[[ApiAccess], bool | None], *, enforce: bool = Tr
         try:
             allowed = review(access)
         except ApiError as exc:
-            out.append(Check(f"rbac: {access.label}", FAIL, f"review failed: HTTP {exc.status}: {exc}"))
+            why = unreachable(exc) or f"HTTP {exc.status} {exc.reason}: {_one_line(str(exc))}"
+            out.append(Check(f"rbac: {access.label}", FAIL, f"review failed: {why}"))
             continue
         if allowed is None:
             out.append(Check(f"rbac: {access.label}", SKIP, "could not be reviewed"))

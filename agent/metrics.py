@@ -10,13 +10,14 @@ Names follow ``loadwise_agent_<what>_<unit>`` with base units; labels use kubele
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent.collect.psi import KINDS, Pressure, PsiLine
 from agent.collect.psutil_source import SelfUsage
 
 __all__ = ["AgentMetrics", "UsageView", "PodUsageRow", "AggregateRow"]
@@ -29,6 +30,7 @@ class PodUsageRow:
     cpu_cores: float | None
     memory_bytes: float | None
     working_set_bytes: float | None
+    pressure: Mapping[str, Pressure] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ class UsageView:
     history_bytes: int = 0
     history_series: int = 0
     extra: dict[str, float] = field(default_factory=dict)
+    pressure: Mapping[str, Pressure] = field(default_factory=dict)
 
 
 class _UsageCollector(Collector):
@@ -101,7 +104,7 @@ class _UsageCollector(Collector):
             pc = GaugeMetricFamily("loadwise_agent_pod_cpu_usage_cores", "Pod CPU in use, last collection",
                                    labels=["node", "namespace", "pod"])
             pm = GaugeMetricFamily("loadwise_agent_pod_memory_usage_bytes",
-                                   "Pod memory in use (anon + unevictable, koordlet's definition)",
+                                   "Pod memory in use (v1: anon + unevictable, koordlet's definition; v2: memory.current - inactive_file)",
                                    labels=["node", "namespace", "pod"])
             pw = GaugeMetricFamily("loadwise_agent_pod_memory_working_set_bytes",
                                    "Pod memory working set (usage - inactive file, kubelet's definition)",
@@ -116,6 +119,7 @@ class _UsageCollector(Collector):
             yield pc
             yield pm
             yield pw
+        yield from _pressure_families(n, v)
         pods = GaugeMetricFamily("loadwise_agent_pods", "Pods and pod cgroups on this node by matching state",
                                  labels=["node", "state"])
         pods.add_metric([n, "matched"], v.pods_matched)
@@ -129,6 +133,47 @@ class _UsageCollector(Collector):
         cpu.add_metric([n], self._self.cpu_seconds())
         yield cpu
         yield from gauge("loadwise_agent_self_rss_bytes", "Resident memory of the agent process", self._self.rss_bytes())
+
+
+def _pressure_families(node: str, v: UsageView) -> Iterator[Metric]:
+    """PSI: the node's kernel averages as ratios and its stall counters; each pod's counters (cgroup v2).
+
+    The families are always declared; they have samples only where the kernel (and cgroup v2) has PSI.
+    """
+    ratio = GaugeMetricFamily(
+        "loadwise_agent_node_pressure_stalled_ratio",
+        "Fraction of time tasks stalled on the resource (kind some: at least one; full: all non-idle), "
+        "the kernel's running average over window",
+        labels=["node", "resource", "kind", "window"],
+    )
+    total = CounterMetricFamily(
+        "loadwise_agent_node_pressure_stalled_seconds",
+        "Cumulative time tasks stalled on the resource (the pressure file's total)",
+        labels=["node", "resource", "kind"],
+    )
+    for resource, kind, line in _lines(v.pressure):
+        for window, avg in (("10s", line.avg10), ("60s", line.avg60), ("300s", line.avg300)):
+            ratio.add_metric([node, resource, kind, window], avg / 100)
+        total.add_metric([node, resource, kind], line.total_us / 1e6)
+    pod_total = CounterMetricFamily(
+        "loadwise_agent_pod_pressure_stalled_seconds",
+        "Cumulative time the pod's tasks stalled on the resource (cgroup v2 <resource>.pressure total)",
+        labels=["node", "namespace", "pod", "resource", "kind"],
+    )
+    for row in v.pods:
+        for resource, kind, line in _lines(row.pressure or {}):
+            pod_total.add_metric([node, row.namespace, row.pod, resource, kind], line.total_us / 1e6)
+    yield ratio
+    yield total
+    yield pod_total
+
+
+def _lines(pressure: Mapping[str, Pressure]) -> Iterator[tuple[str, str, PsiLine]]:
+    for resource, p in sorted(pressure.items()):
+        for kind in KINDS:
+            line = p.line(kind)
+            if line is not None:
+                yield resource, kind, line
 
 
 class AgentMetrics:

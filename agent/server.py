@@ -1,8 +1,14 @@
-"""The agent's HTTP surface (aiohttp).
+"""The agent's HTTP surface (aiohttp), on two listeners.
+
+The main one (``listenAddress:port``, scraped by Prometheus and probed by the kubelet):
 
 * ``/metrics``    — Prometheus text format from this agent's own registry;
 * ``/healthz``    — 200 while collections keep happening, 503 when the collect loop is stuck;
-* ``/readyz``     — 200 once the first collection is done and the informers have synced;
+* ``/readyz``     — 200 once the first collection is done and the informers have synced.
+
+The debug one (``debugAddress:debugPort``, localhost by default, reached with ``kubectl port-forward``): what it
+serves names every pod on the node and its usage, which an unauthenticated port open to the pod network must not.
+
 * ``/nodemetric`` — the NodeMetric object the agent would write now (JSON);
 * ``/debug/state``— the waterline engine's node snapshot of the last tick (the ``qos-plan --state``
   format), plus the last waterline tick report when the engine runs.
@@ -21,7 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from agent.daemon import Agent
 
-__all__ = ["make_app", "AGENT_KEY"]
+__all__ = ["make_app", "make_debug_app", "AGENT_KEY"]
 
 AGENT_KEY: web.AppKey[Agent] = web.AppKey("agent", Agent)
 
@@ -75,11 +81,19 @@ def _dumps(obj: Any) -> str:
 
 
 def make_app(agent: Agent) -> web.Application:
+    """The main listener: metrics and probes."""
     app = web.Application()
     app[AGENT_KEY] = agent
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    return app
+
+
+def make_debug_app(agent: Agent) -> web.Application:
+    """The debug listener: the objects and state the agent works on."""
+    app = web.Application()
+    app[AGENT_KEY] = agent
     app.router.add_get("/nodemetric", nodemetric)
     app.router.add_get("/debug/state", debug_state)
     return app

@@ -26,6 +26,7 @@ from agent.qos.state import (
 from common.objects import NodeView, PodView
 from common.podspec import container_requests
 from common.resources import Resources
+from common.waterline import PRESSURE_METRICS
 
 __all__ = ["build_node_state", "container_names"]
 
@@ -124,6 +125,11 @@ def build_node_state(
         extra[MEMORY_TOTAL_UTILIZATION] = mem_used * 100.0 / mem_total
     if load_average is not None:
         extra["cpu_load_1_min"], extra["cpu_load_5_min"], extra["cpu_load_15_min"] = load_average
+    for name, (resource, kind) in PRESSURE_METRICS.items():
+        pressure = tick.pressure.get(resource)
+        line = pressure.line(kind) if pressure is not None else None
+        if line is not None:
+            extra[name] = line.avg10  # percent of the last 10 s stalled
     labels: Mapping[str, str] = {}
     allocatable = Resources()
     if node is not None:

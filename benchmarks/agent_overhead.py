@@ -7,8 +7,8 @@ memory).  Where those hierarchies are not writable (not root, no v1) the same tr
 plain files in a temporary directory instead, and the output says so: a fixture tree costs less
 to read than cgroupfs, so its figures flatter the agent.
 
-While the daemon runs, this script scrapes ``/metrics`` every 15 s and ``/nodemetric`` every 60 s
-(as Prometheus and a curious operator would).  After a warm-up it reads the daemon's utime+stime
+While the daemon runs, this script scrapes ``/metrics`` every 15 s and ``/nodemetric`` (on the debug
+port) every 60 s, as Prometheus and a curious operator would.  After a warm-up it reads the daemon's utime+stime
 from ``/proc/PID/stat`` at the start and end of the measured window and VmRSS/VmHWM from
 ``/proc/PID/status`` at the end.  CPU in millicores = CPU seconds / wall seconds * 1000.  The
 cgroups are removed afterwards, also on failure or Ctrl-C.  Targets: <= 20 millicores and <= 80 MiB
@@ -200,13 +200,15 @@ def _wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float = 60.0)
     raise RuntimeError(f"the agent was not ready within {timeout:.0f} s")
 
 
-def _write_config(tree: Tree, directory: str, extra: str | None) -> str:
+def _write_config(tree: Tree, directory: str, extra: str | None, debug_port: int) -> str:
     doc: dict[str, Any] = {
         "cgroupRoot": tree.root,
         "cgroupParent": tree.parent,
         "cgroupVersion": "v1",
         "cgroupDriver": "cgroupfs",
         "listenAddress": "127.0.0.1",
+        "debugAddress": "127.0.0.1",
+        "debugPort": debug_port,
     }
     if extra:
         with open(extra) as f:
@@ -217,7 +219,7 @@ def _write_config(tree: Tree, directory: str, extra: str | None) -> str:
     return path
 
 
-def _measure(proc: subprocess.Popen[bytes], port: int, seconds: float, pods: int) -> dict[str, Any]:
+def _measure(proc: subprocess.Popen[bytes], port: int, debug_port: int, seconds: float) -> dict[str, Any]:
     """Scrape on schedule for ``seconds`` after the warm-up; the daemon's CPU over that window."""
     time.sleep(WARMUP_SECONDS)
     u0, s0 = _cpu_seconds(proc.pid)
@@ -232,7 +234,7 @@ def _measure(proc: subprocess.Popen[bytes], port: int, seconds: float, pods: int
             scrapes += 1
             next_metrics += METRICS_EVERY
         if now >= next_nodemetric:
-            nm = json.loads(_get(port, "/nodemetric"))
+            nm = json.loads(_get(debug_port, "/nodemetric"))  # served on the debug port
             in_nodemetric = len(nm.get("status", {}).get("podsMetric") or [])
             reads += 1
             next_nodemetric += NODEMETRIC_EVERY
@@ -246,13 +248,13 @@ def _measure(proc: subprocess.Popen[bytes], port: int, seconds: float, pods: int
 
 def run(pods: int, seconds: float, force_fixture: bool, extra_config: str | None) -> Result:
     with pod_tree(pods, force_fixture) as tree, tempfile.TemporaryDirectory(prefix="loadwise-bench-") as tmp:
-        port = _free_port()
-        cmd = [sys.executable, "-m", "loadwise", "agent", "--standalone", "--node", "bench",
-               "--config", _write_config(tree, tmp, extra_config), "--port", str(port), "--log-level", "warning"]
+        port, debug_port = _free_port(), _free_port()
+        cmd = [sys.executable, "-m", "loadwise", "agent", "--standalone", "--node", "bench", "--config",
+               _write_config(tree, tmp, extra_config, debug_port), "--port", str(port), "--log-level", "warning"]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL)
         try:
             _wait_ready(proc, port)
-            m = _measure(proc, port, seconds, pods)
+            m = _measure(proc, port, debug_port, seconds)
         finally:
             proc.send_signal(signal.SIGTERM)
             try:

@@ -27,7 +27,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
-    workload = generate(SyntheticConfig(nodes=args.nodes, hours=args.hours, seed=args.seed))
+    start = args.start_hour * 3600.0
+    day = generate(SyntheticConfig(nodes=args.nodes, hours=max(24.0, args.start_hour + args.hours), seed=args.seed))
+    workload = day.window(start, start + args.hours * 3600.0)  # warm: as `loadwise sim --start-hour` runs it
     options = SimOptions(hours=args.hours, start_hour=args.start_hour, seed=args.seed)
     print(f"{workload.name}, from {args.start_hour:g}:00, {options.ticks} ticks of {options.tick_seconds:g} s")
     scale = 24.0 / args.hours

@@ -36,9 +36,11 @@ __all__ = [
     "ScopeRequirement",
     "PodQOS",
     "WaterlinePolicy",
+    "PRESSURE_METRICS",
 ]
 
 # Every metric name docs/design/waterline.md §2.1 lists; the webhook's narrower list is an upstream accident.
+# The six *_pressure_* names are a Loadwise extension (PRESSURE_METRICS below).
 KNOWN_METRICS = frozenset(
     {
         "cpu_total_usage",
@@ -70,8 +72,14 @@ KNOWN_METRICS = frozenset(
         "ext_res_container_cpu_total_usage",
         "ext_res_container_mem_total_usage",
         "ext_cpu_total_distribute",
+        *(f"{r}_pressure_{k}" for r in ("cpu", "memory", "io") for k in ("some", "full")),
     }
 )
+# Pressure stall metrics (a Loadwise extension): percent of the last 10 s in which some (or all non-idle)
+# tasks waited for the resource, the kernel's avg10 from /proc/pressure/<resource>.
+PRESSURE_METRICS: dict[str, tuple[str, str]] = {
+    f"{r}_pressure_{k}": (r, k) for r in ("cpu", "memory", "io") for k in ("some", "full")
+}
 
 DRY_RUN_ANNOTATION = "qos.loadwise.io/dry-run"
 CRD_FILE = "qos.loadwise.io_waterlinepolicies.yaml"

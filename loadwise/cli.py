@@ -12,7 +12,10 @@ import os
 import sys
 from collections.abc import Sequence
 
+from prometheus_client import disable_created_metrics
+
 from loadwise import __version__
+from loadwise.logs import add_logging_flags, setup_logging
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -20,6 +23,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("loadwise.cmd_doctor", "Check this node for the agent: cgroup version/driver, paths, API access, RBAC"),
     "explain": ("loadwise.cmd_explain", "Run one scheduling session on a snapshot and explain every decision"),
     "scheduler": ("loadwise.cmd_scheduler", "Run the scheduler daemon (Volcano-style sessions, leader election)"),
+    "rebalancer": ("loadwise.cmd_rebalancer", "Run the rebalancer: move pods off nodes that stay hot, where the scheduler "
+                                              "proves a cooler node"),
+    "rebalance-plan": ("loadwise.cmd_rebalance_plan", "Plan one rebalancing round on a snapshot offline, with the numbers"),
     "qos-plan": ("loadwise.cmd_qos_plan", "Replay a WaterlinePolicy against a node state offline and print the decisions"),
     "sim": ("loadwise.cmd_sim", "Simulate a cluster on a synthetic or trace workload and compare scheduler confs"),
 }
@@ -36,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)
         mod.add_arguments(p)
+        add_logging_flags(p)
         p.set_defaults(_module=module)
     return parser
 
@@ -48,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{parser.prog}: error: a command is required ({', '.join(SUBCOMMANDS)}); --help describes them",
               file=sys.stderr)
         return 2
+    setup_logging(args.log_level, args.log_format)
+    disable_created_metrics()  # type: ignore[no-untyped-call]  # each counter's _created twin is noise on a dashboard and doubles the series
     mod = importlib.import_module(args._module)
     try:
         return int(mod.run(args) or 0)

@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 from agent.collect.cgroups import CgroupLayout, CgroupReader, detect_layout
 from agent.collect.collector import Collector, NodeSource
 from agent.collect.procfs import ProcfsNodeSource, read_loadavg
+from agent.collect.psi import NodePressureSource
 from agent.collect.psutil_source import PsutilNodeSource
 from agent.config import AgentConfig
 from agent.daemon import Agent, run_agent
@@ -39,11 +40,11 @@ log = logging.getLogger("loadwise.agent")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", metavar="NAME", help="node name (default: config nodeName, $NODE_NAME, host name)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--kubeconfig", metavar="F", help="kubeconfig file (default: in-cluster service account)")
+    mode.add_argument("--kubeconfig", metavar="F",
+                      help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then ~/.kube/config)")
     mode.add_argument("--standalone", action="store_true", help="run without a cluster on this machine's cgroups")
     parser.add_argument("--config", metavar="F", help="agent config file (YAML or JSON)")
     parser.add_argument("--port", type=port, metavar="N", help="HTTP port (overrides the config's port)")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
 def resolve_node_name(flag: str | None, config: AgentConfig) -> str:
@@ -83,10 +84,13 @@ def build_agent(
     """Wire collectors, the waterline runtime and the agent from a config (also used by tests)."""
     clock = clock or SystemClock()
     layout = layout if layout is not None else cgroup_layout(config)
-    reader = CgroupReader(layout, containers=config.collect_containers) if layout is not None else None
+    psi = NodePressureSource(config.proc_root)
+    psi_on = config.pressure and psi.available()
+    reader = (CgroupReader(layout, containers=config.collect_containers, pressure=psi_on)
+              if layout is not None else None)
     # Container counters are read once per waterline interval: their rates must outlive it.
     ttl = max(20 * config.collect_interval_seconds, 3 * config.waterline.interval_seconds)
-    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl)
+    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl, pressure=psi if psi_on else None)
     registry = CollectorRegistry()
     runtime = None
     if config.waterline.enabled:
@@ -127,9 +131,6 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.log_level != "debug":
-        logging.getLogger("apscheduler").setLevel(logging.WARNING)  # it logs every job run at INFO
     try:
         config = AgentConfig.load(args.config) if args.config else AgentConfig()
         if args.port is not None:

@@ -3,7 +3,10 @@
 The state file is the agent's own ``/debug/state`` dump (or a hand-written one, possibly with several
 ``ticks``), so a user can replay a policy against a real node before deploying it.  Nothing is actuated:
 the engine runs in dry-run against recording actuators, with the same detection, ranking, gap and rate
-limit as the agent.
+limit as the agent.  Every tick also says why (``loadwise.qos_why``): per rule its sample against the
+waterline and the consecutive samples over (or under) the line out of those needed, the scheduling cool-down
+and the eviction rate limit, so a tick where nothing happened says what is missing.  A Preview rule that
+triggers is reported as triggered (and never acted on), as crane's analyzer records it.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from agent.qos.plan import EvictionRateLimit
 from agent.qos.policy import PolicyStore
@@ -21,6 +23,8 @@ from common.clock import FakeClock
 from common.config import ConfigError, load_document, load_objects
 from common.waterline import WaterlinePolicy
 from loadwise.argtypes import non_negative_int, positive_float
+from loadwise.output import add_output_flag
+from loadwise.qos_why import TickWhy, explain_tick
 
 __all__ = ["add_arguments", "run"]
 
@@ -28,7 +32,7 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", required=True, metavar="FILE", help="WaterlinePolicy YAML/JSON (one or more)")
     parser.add_argument("--state", required=True, metavar="FILE", help="node state (/debug/state), may hold ticks")
-    parser.add_argument("-o", "--output", choices=("json", "text"), default="text")
+    add_output_flag(parser)
     parser.add_argument("--max-evictions", type=non_negative_int, default=1, metavar="N",
                         help="per-node eviction rate limit: at most N accepted evictions ... (default 1)")
     parser.add_argument("--eviction-window", type=positive_float, default=10.0, metavar="SECONDS",
@@ -69,28 +73,39 @@ def run(args: argparse.Namespace) -> int:
     clock = FakeClock(ticks[0].time)
     engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store, replay=True,
                               eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
-    reports: list[TickReport] = []
+    reports: list[tuple[TickReport, TickWhy]] = []
+    last_trigger: float | None = None
     for state in ticks:
         if state.time > clock.now():
             clock.set(state.time)
-        reports.append(engine.tick(state))
+        report = engine.tick(state)
+        if any(r.triggered and not r.rule.preview for r in report.rules):
+            last_trigger = report.time
+        reports.append((report, explain_tick(engine, report, last_trigger)))
     has_ticks = isinstance(raw_state, dict) and raw_state.get("ticks") is not None
     if args.output == "json":
-        out: Any = [r.to_json() for r in reports] if has_ticks else reports[0].to_json()
-        print(json.dumps(out, indent=2))
+        docs = [{**r.to_json(), **why.to_json()} for r, why in reports]
+        print(json.dumps(docs if has_ticks else docs[0], indent=2))
     else:
         applied = [p.name for p in store.applicable(ticks[0].labels)]
         print(f"node {ticks[0].node}: policies {', '.join(applied) or '(none match the node labels)'}")
-        for i, r in enumerate(reports):
-            _print_text(r, i if has_ticks else None)
+        for p in store.policies():
+            for w in p.warnings:
+                print(f"warning: WaterlinePolicy {p.name}: {w}")
+        for i, (r, why) in enumerate(reports):
+            _print_text(r, why, i if has_ticks else None)
     return 0
 
 
-def _print_text(r: TickReport, index: int | None) -> None:
+def _print_text(r: TickReport, why: TickWhy, index: int | None) -> None:
     head = f"tick {index} " if index is not None else ""
     d = r.to_json()
     print(f"{head}at {d['time']}: scheduling {r.scheduling}")
-    for label, items in (("triggered", r.triggered), ("restored", r.restored), ("preview", r.preview)):
+    preview_triggered = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "triggered")
+    preview_restored = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "restored")
+    for label, items in (("triggered", r.triggered), ("restored", r.restored),
+                         ("triggered (Preview: reported only)", preview_triggered),
+                         ("restored (Preview)", preview_restored)):
         if items:
             print(f"  {label}: {', '.join(items)}")
     if r.order:
@@ -108,3 +123,6 @@ def _print_text(r: TickReport, index: int | None) -> None:
         print(f"  note: {n}")
     for e in r.errors:
         print(f"  error: {e}")
+    print("  nothing happened:" if not r.actions and not r.triggered and not r.restored else "  rules:")
+    for line in why.lines():
+        print(f"    {line}")

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
-import socket
 import sys
 import threading
 
@@ -15,11 +13,11 @@ from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
 from loadwise.argtypes import port, positive_float
+from loadwise.flags import add_kubeconfig_flag, add_lease_flags, add_scheduler_name_flag, lease_config
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
-from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
-from scheduler.leader import LeaderElector, LeaseConfig
+from scheduler.leader import LeaderElector
 from scheduler.server import BackgroundServer, make_app
 
 log = logging.getLogger("loadwise.scheduler")
@@ -27,11 +25,13 @@ DEFAULT_PORT = 10259
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", help="kubeconfig file; in-cluster service account when omitted")
+    add_kubeconfig_flag(parser)
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
-    parser.add_argument("--config", help="scheduler conf file (hot reloaded); the built-in default when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
-    parser.add_argument("--schedule-period", type=positive_float, default=1.0, help="seconds between sessions")
+    parser.add_argument("--config", metavar="F",
+                        help="scheduler conf file (hot reloaded); the built-in default when omitted")
+    add_scheduler_name_flag(parser, "schedule")
+    parser.add_argument("--schedule-period", type=positive_float, default=1.0, metavar="SECONDS",
+                        help="seconds from the start of one scheduling session to the next (default %(default)s)")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
                         help="stop a task's search for feasible nodes once this share of the nodes was found: 100 "
                              "checks every node (default); 0 or less: Volcano's adaptive 50 - nodes/125 percent")
@@ -40,19 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "fewer (default %(default)s)")
     parser.add_argument("--minimum-percentage-nodes-to-find", type=int, default=DEFAULT_MINIMUM_PERCENTAGE,
                         help="the adaptive share's floor, percent (default %(default)s)")
-    parser.add_argument("--listen", default="0.0.0.0", help="address for /metrics, /healthz, /readyz")
-    parser.add_argument("--port", type=port, default=DEFAULT_PORT)
-    parser.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--lease-name", default="loadwise-scheduler")
-    parser.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"))
-    parser.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
-    parser.add_argument("--lease-duration", type=positive_float, default=15.0)
-    parser.add_argument("--renew-deadline", type=positive_float, default=10.0)
-    parser.add_argument("--retry-period", type=positive_float, default=2.0)
+    parser.add_argument("--listen", default="0.0.0.0", metavar="ADDRESS",
+                        help="address for /metrics, /healthz, /readyz (default %(default)s)")
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
+                        help="port for /metrics, /healthz, /readyz (default %(default)s)")
+    add_lease_flags(parser, "loadwise-scheduler")
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         holder = ConfHolder(args.config)
         cluster: Cluster
@@ -66,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
             cluster = load_cluster(args.kubeconfig)
         sampling = NodeSampling(args.percentage_nodes_to_find, args.minimum_feasible_nodes,
                                 args.minimum_percentage_nodes_to_find)
-        lease = LeaseConfig(name=args.lease_name, namespace=args.lease_namespace, identity=args.identity,
-                            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-                            retry_period=args.retry_period)
+        lease = lease_config(args)
     except (ConfigError, ValueError) as exc:
         print(f"loadwise scheduler: {exc}", file=sys.stderr)
         return 2

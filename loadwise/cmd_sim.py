@@ -1,7 +1,7 @@
 """``loadwise sim``: replay a workload against several scheduler confs and compare hot nodes, evictions, pods.
 
 Every compared policy runs the real scheduler, agent and waterline code on a simulated clock against an
-in-memory cluster (see ``sim``).  Output: a progress bar (stderr), a comparison table (stdout), ``--json`` for
+in-memory cluster (see ``sim``).  Output: a progress bar (stderr), a comparison table (stdout), ``-o json`` for
 machines, and ``--out DIR`` for ``report.html`` (self-contained, with plots) and ``results.json``.
 """
 
@@ -12,11 +12,13 @@ import json
 import logging
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from common.config import ConfigError
 from loadwise.argtypes import non_negative_int, positive_float, positive_int
+from loadwise.output import add_output_flag
 
 # Defaults sized to finish in under a minute on 2 idle cores: 100 nodes over a whole day from midnight (services
 # peak around 14:00), in steps of a minute - the NodeMetric report interval, so each agent reports once a step.
@@ -40,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w.add_argument("--hours", type=positive_float, default=DEFAULT_HOURS,
                    help="simulated time (default %(default)s: a whole day, under a minute at 100 nodes on 2 cores)")
     w.add_argument("--seed", type=int, default=1, help="workload and usage-noise seed (default %(default)s)")
+    w.add_argument("--seeds", metavar="LIST",
+                   help="several seeds, e.g. 1-5 or 1,3,7: every policy runs on each seed's workload and the table "
+                        "gives each measure's mean [min - max] over them (overrides --seed)")
     w.add_argument("--trace", action="append", default=[], choices=("alibaba-v2018", "openb", "all"),
                    help="replay public traces instead of the synthetic workload (repeatable)")
     w.add_argument("--trace-dir", type=Path, help="where the traces live (default: ../shared/traces if present)")
@@ -57,14 +62,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="time of day the simulation starts at, 0-24 (default %(default)s; services peak at 14:00)")
     s.add_argument("--report-interval", type=positive_int, default=60,
                    help="NodeMetric reportIntervalSeconds (default 60)")
-    s.add_argument("--jobs", type=non_negative_int, default=0, help="policies run in parallel processes (default 0: all at once)")
+    s.add_argument("--jobs", type=non_negative_int, default=0,
+                   help="runs (policies x seeds) in parallel processes (default 0: up to twice the cores)")
     o = parser.add_argument_group("output")
     o.add_argument("--out", type=Path, help="write report.html and results.json into this directory")
-    o.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    add_output_flag(parser, table=True)
     o.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _workload(args: argparse.Namespace) -> Any:
+def _workload(args: argparse.Namespace, seed: int) -> Any:
     from sim.replay import default_trace_dir, resolve_sources, trace_workload
     from sim.synthetic import SyntheticConfig, generate
 
@@ -73,13 +79,13 @@ def _workload(args: argparse.Namespace) -> Any:
     start, end = args.start_hour * 3600.0, (args.start_hour + args.hours) * 3600.0
     made_for = max(24.0, args.start_hour + args.hours)
     if not (args.trace or args.machine_usage or args.openb_nodes or args.openb_pods):
-        return generate(SyntheticConfig(nodes=args.nodes, hours=made_for, seed=args.seed)).window(start, end), []
+        return generate(SyntheticConfig(nodes=args.nodes, hours=made_for, seed=seed)).window(start, end), []
     trace_dir = args.trace_dir if args.trace_dir is not None else default_trace_dir()
     sources = resolve_sources(
         args.trace, trace_dir, machine_usage=args.machine_usage, openb_nodes=args.openb_nodes,
         openb_pods=args.openb_pods,
     )
-    workload = trace_workload(sources, nodes=args.nodes, hours=made_for, seed=args.seed,
+    workload = trace_workload(sources, nodes=args.nodes, hours=made_for, seed=seed,
                               load=args.trace_load).window(start, end)
     cites = []
     if sources.machine_usage is not None:
@@ -100,72 +106,120 @@ def _print_table(rows: list[list[str]], out: Any) -> None:
             print("  ".join("-" * w for w in widths), file=out)
 
 
-def run(args: argparse.Namespace) -> int:
-    from sim.compare import default_jobs, measure_all, run_all, summary
-    from sim.html import render_html
-    from sim.measures import comparison, table
+def _setup(args: argparse.Namespace) -> tuple[list[Any], dict[int, Any], list[str], Any]:
+    """Policies, one workload per seed, the trace citations and the options; a bad value raises ConfigError or
+    ValueError naming it."""
+    from sim.compare import parse_seeds
     from sim.policies import load_policies, parse_assignments
     from sim.run import SimOptions
 
-    logging.getLogger("agent").setLevel(logging.ERROR)
-    logging.getLogger("scheduler").setLevel(logging.ERROR)
-    try:
-        names = [n.strip() for n in args.compare.split(",") if n.strip()]
-        if not names:
-            raise ConfigError("name at least one policy", field="--compare")
-        policies = load_policies(
-            names, confs=parse_assignments(args.conf, "--conf"), waterlines=parse_assignments(args.waterline, "--waterline")
-        )
-        workload, cites = _workload(args)
-        options = SimOptions(
-            hours=args.hours, tick_seconds=args.tick, report_interval_seconds=args.report_interval, seed=args.seed,
-            start_hour=args.start_hour,
-        )
-    except (ConfigError, ValueError) as exc:
-        print(f"loadwise sim: {exc}", file=sys.stderr)
-        return 2
-    jobs = args.jobs if args.jobs > 0 else default_jobs(len(policies))
-    total = options.ticks * len(policies)
+    names = [n.strip() for n in args.compare.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("name at least one policy", field="--compare")
+    policies = load_policies(
+        names, confs=parse_assignments(args.conf, "--conf"), waterlines=parse_assignments(args.waterline, "--waterline")
+    )
+    seeds = parse_seeds(args.seeds) if args.seeds else [args.seed]
+    options = SimOptions(
+        hours=args.hours, tick_seconds=args.tick, report_interval_seconds=args.report_interval, seed=seeds[0],
+        start_hour=args.start_hour,
+    )
+    made = {s: _workload(args, s) for s in seeds}
+    return policies, {s: w for s, (w, _) in made.items()}, made[seeds[0]][1], options
+
+
+def _simulate(args: argparse.Namespace, policies: list[Any], workloads: dict[int, Any], options: Any,
+              jobs: int) -> dict[int, list[Any]]:
+    """Every policy on every seed's workload, with a progress bar unless ``--no-progress``."""
+    from sim.compare import run_seeds
+
     bar: Any = None
     if not args.no_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total, unit="tick", desc=f"simulating {len(policies)} policies", file=sys.stderr,
+        bar = tqdm(total=options.ticks * len(policies) * len(workloads), unit="tick",
+                   desc=f"simulating {len(policies)} policies x {len(workloads)} seed(s)", file=sys.stderr,
                    dynamic_ncols=True)
-    t0 = time.perf_counter()
     try:
-        records = run_all(workload, policies, options, jobs=jobs, progress=bar.update if bar is not None else None)
+        return run_seeds(workloads, policies, options, jobs=jobs, progress=bar.update if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _document(workloads: dict[int, Any], options: Any, policies: list[Any], records: dict[int, list[Any]],
+              results: dict[int, list[Any]], extra: dict[str, Any]) -> dict[str, Any]:
+    """The ``-o json`` / results.json document: one seed's as ever plus ``summary``; for several seeds, the
+    summary with every seed's document under ``runs``."""
+    from dataclasses import replace
+
+    from sim.compare import summary
+    from sim.measures import DEFINITIONS, across_seeds
+
+    stats = across_seeds(results)
+    docs = {s: summary(workloads[s], replace(options, seed=s), policies, results[s], records=records[s])
+            for s in workloads}
+    if len(workloads) == 1:
+        return {**next(iter(docs.values())), "summary": stats, **extra}
+    return {"seeds": list(workloads), "summary": stats, "definitions": dict(DEFINITIONS),
+            "runs": {str(s): d for s, d in docs.items()}, **extra}
+
+
+def _print_comparisons(stats: dict[str, Any], out: Any) -> None:
+    for name, c in stats["comparison"].items():
+        cut = c["hotspot_reduction_percent"]
+        if cut is None:
+            text = "n/a"
+        elif len(cut["by_seed"]) == 1:
+            text = f"{cut['mean']:.1f}% fewer"
+        else:
+            text = f"{cut['mean']:.1f}% fewer on average ({cut['min']:.1f}% to {cut['max']:.1f}% over the seeds)"
+        print(f"{name} vs {c['baseline']}: hotspot node-minutes {text}", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sim.compare import default_jobs, measure_all
+    from sim.html import render_html
+    from sim.measures import seed_table, table
+
+    logging.getLogger("agent").setLevel(logging.ERROR)
+    logging.getLogger("scheduler").setLevel(logging.ERROR)
+    try:
+        policies, workloads, cites, options = _setup(args)
+    except (ConfigError, ValueError) as exc:
+        print(f"loadwise sim: {exc}", file=sys.stderr)
+        return 2
+    jobs = args.jobs if args.jobs > 0 else default_jobs(len(policies) * len(workloads))
+    t0 = time.perf_counter()
+    records = _simulate(args, policies, workloads, options, jobs)
     elapsed = time.perf_counter() - t0
-    results = measure_all(records)
-    doc = summary(workload, options, policies, results, records=records,
-                  extra={"wall_seconds": round(elapsed, 2), "jobs": jobs, "sources": cites})
+    results = {s: measure_all(r) for s, r in records.items()}
+    doc = _document(workloads, options, policies, records, results,
+                    {"wall_seconds": round(elapsed, 2), "jobs": jobs, "sources": cites})
+    first = next(iter(workloads))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-        settings = {**doc["options"], "jobs": jobs, "wall seconds": round(elapsed, 1)}
-        page = render_html(records, results, title=f"loadwise sim — {workload.name}", workload_notes=workload.notes,
-                           settings=settings, sources=cites)
+        settings = {**asdict(options), "seeds": ",".join(map(str, workloads)), "jobs": jobs,
+                    "wall seconds": round(elapsed, 1)}
+        seeds_rows = seed_table(doc["summary"]) if len(workloads) > 1 else None
+        page = render_html(records[first], results[first], title=f"loadwise sim — {workloads[first].name}",
+                           workload_notes=workloads[first].notes, settings=settings, sources=cites,
+                           seeds_rows=seeds_rows)
         (args.out / "report.html").write_text(page, encoding="utf-8")
-    if args.json:
+    if args.output == "json":
         print(json.dumps(doc, indent=2))
         return 0
-    print(f"workload: {workload.name}")
-    for note in workload.notes:
+    print(f"workload: {workloads[first].name}" + (f" (and seeds {', '.join(map(str, list(workloads)[1:]))})"
+                                                   if len(workloads) > 1 else ""))
+    for note in workloads[first].notes:
         print(f"  {note}")
     print()
-    _print_table(table(results), sys.stdout)
-    comp = comparison(results)
-    if comp:
-        print()
-        for name, c in comp.items():
-            red = c["hotspot_reduction_percent"]
-            red_text = "n/a" if red is None else f"{red:.1f}% fewer"
-            print(f"{name} vs {c['baseline']}: hotspot node-minutes {red_text}, "
-                  f"{c['scheduled_difference']:+d} pods scheduled, {c['eviction_rate_percent']:.2f}% of pods evicted")
-    print(f"\n{len(policies)} policies, {options.ticks} ticks each, {elapsed:.1f} s wall ({jobs} job(s))")
+    _print_table(table(results[first]) if len(workloads) == 1 else seed_table(doc["summary"]), sys.stdout)
+    print()
+    _print_comparisons(doc["summary"], sys.stdout)
+    runs = len(policies) * len(workloads)
+    print(f"\n{runs} run(s) of {options.ticks} ticks each, {elapsed:.1f} s wall ({jobs} job(s))")
     if args.out is not None:
         print(f"report: {args.out / 'report.html'}")
     return 0

@@ -11,8 +11,8 @@ import multiprocessing as mp
 import os
 import queue
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import asdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, replace
 from typing import Any
 
 from sim.measures import DEFINITIONS, Measures, comparison, measure
@@ -20,33 +20,47 @@ from sim.model import Workload
 from sim.record import RunRecord
 from sim.run import Policy, SimOptions, run
 
-__all__ = ["run_all", "summary", "default_jobs", "measure_all"]
+__all__ = ["parse_seeds", "run_all", "run_seeds", "summary", "default_jobs", "measure_all"]
 
 _PROGRESS_EVERY = 20
 
 # Set in each worker by the pool initializer (fork context: inherited, not pickled per task).
-_worker_workload: Workload | None = None
+_worker_workloads: Mapping[int, Workload] = {}
 _worker_queue: Any = None
 
 
-def default_jobs(n_policies: int) -> int:
-    """One process per policy, up to twice the cores: three runs time-sharing two cores finish sooner than
-    two in parallel followed by one alone."""
+def parse_seeds(text: str) -> list[int]:
+    """``"1-5"``, ``"1,3,7"`` or a mix (``"1-3,9"``): the seeds in the order given, each once."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        lo, sep, hi = part.partition("-")
+        try:
+            span = range(int(lo), int(hi) + 1) if sep else range(int(part), int(part) + 1)
+        except ValueError:
+            raise ValueError(f"--seeds: {part!r} is not a seed or a range of seeds such as 1-5") from None
+        if not span:
+            raise ValueError(f"--seeds: the range {part!r} is empty")
+        seeds += [s for s in span if s not in seeds]
+    return seeds
+
+
+def default_jobs(n_runs: int) -> int:
+    """One process per run, up to twice the cores: three runs time-sharing two cores finish sooner than two in
+    parallel followed by one alone."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(n_policies, 2 * cpus))
+    return max(1, min(n_runs, 2 * cpus))
 
 
-def _init_worker(workload: Workload, progress: Any) -> None:
-    global _worker_workload, _worker_queue
-    _worker_workload = workload
+def _init_worker(workloads: Mapping[int, Workload], progress: Any) -> None:
+    global _worker_workloads, _worker_queue
+    _worker_workloads = workloads
     _worker_queue = progress
 
 
-def _run_in_worker(policy: Policy, options: SimOptions) -> RunRecord:
-    assert _worker_workload is not None
+def _run_in_worker(seed: int, policy: Policy, options: SimOptions) -> RunRecord:
     pending = 0
 
     def tick(n: int) -> None:
@@ -56,10 +70,47 @@ def _run_in_worker(policy: Policy, options: SimOptions) -> RunRecord:
             _worker_queue.put(pending)
             pending = 0
 
-    rec = run(_worker_workload, policy, options, progress=tick)
+    rec = run(_worker_workloads[seed], policy, replace(options, seed=seed), progress=tick)
     if pending and _worker_queue is not None:
         _worker_queue.put(pending)
     return rec
+
+
+def _drain(q: Any, progress: Callable[[int], None] | None, *, wait: float) -> bool:
+    """Pass one progress report on (waiting up to ``wait`` s); False when none came."""
+    try:
+        n = q.get(timeout=wait) if wait > 0 else q.get_nowait()
+    except queue.Empty:
+        return False
+    if progress is not None:
+        progress(int(n))
+    return True
+
+
+def run_seeds(
+    workloads: Mapping[int, Workload],
+    policies: Sequence[Policy],
+    options: SimOptions,
+    *,
+    jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> dict[int, list[RunRecord]]:
+    """Per seed (each with its own workload), one record per policy in the order given; the policy × seed runs
+    go to ``jobs`` worker processes."""
+    if jobs <= 1 or len(policies) * len(workloads) <= 1:
+        return {s: [run(w, p, replace(options, seed=s), progress=progress) for p in policies]
+                for s, w in workloads.items()}
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                             initargs=(workloads, q)) as pool:
+        futures = {s: [pool.submit(_run_in_worker, s, p, options) for p in policies] for s in workloads}
+        every = [f for fs in futures.values() for f in fs]
+        while not all(f.done() for f in every):
+            _drain(q, progress, wait=0.2)
+        while _drain(q, progress, wait=0):
+            pass
+        return {s: [f.result() for f in fs] for s, fs in futures.items()}
 
 
 def run_all(
@@ -70,28 +121,8 @@ def run_all(
     jobs: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> list[RunRecord]:
-    """One record per policy, in the order given."""
-    if jobs <= 1 or len(policies) <= 1:
-        return [run(workload, p, options, progress=progress) for p in policies]
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(workload, q)) as pool:
-        futures: list[Future[RunRecord]] = [pool.submit(_run_in_worker, p, options) for p in policies]
-        while not all(f.done() for f in futures):
-            try:
-                n = q.get(timeout=0.2)
-            except queue.Empty:
-                continue
-            if progress is not None:
-                progress(int(n))
-        while True:
-            try:
-                n = q.get_nowait()
-            except queue.Empty:
-                break
-            if progress is not None:
-                progress(int(n))
-        return [f.result() for f in futures]
+    """One record per policy, in the order given, on one workload with ``options.seed``."""
+    return run_seeds({options.seed: workload}, policies, options, jobs=jobs, progress=progress)[options.seed]
 
 
 def summary(
@@ -103,7 +134,7 @@ def summary(
     records: Sequence[RunRecord] = (),
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``--json`` document: what was run, the definitions, every policy's measures, and the comparison."""
+    """The ``-o json`` document: what was run, the definitions, every policy's measures, and the comparison."""
     reasons = {r.policy: dict(r.unschedulable_reasons) for r in records}
     phases = {r.policy: dict(r.phase_seconds) for r in records}
     return {

@@ -184,7 +184,10 @@ def render_html(
     workload_notes: Sequence[str],
     settings: Mapping[str, Any],
     sources: Sequence[str] = (),
+    seeds_rows: Sequence[Sequence[str]] | None = None,
 ) -> str:
+    """The report of one seed's runs; ``seeds_rows`` (a :func:`sim.measures.seed_table`) adds the measures over
+    several seeds above it."""
     comp = comparison(results)
     base = next(iter(comp.values()))["baseline"] if comp else (results[0].policy if results else "")
     comp_rows = [["policy", f"hotspot reduction vs {base}", f"scheduled vs {base}", "evictions per pod"]]
@@ -220,6 +223,8 @@ dt {{ font-weight: 600; margin-top: 0.4em; }}
 <h1>{html.escape(title)}</h1>
 <h2>Against the baseline, {html.escape(base)}</h2>
 {_table_html(comp_rows) if len(comp_rows) > 1 else "<p>(a single policy: nothing to compare)</p>"}
+{f"<h2>Over the seeds</h2>{_table_html(seeds_rows)}<p>The rest of the report is the first seed's.</p>"
+  if seeds_rows else ""}
 <h2>Measures</h2>
 {_table_html(table(results))}
 {waiting}

@@ -14,7 +14,8 @@ import numpy as np
 from sim.model import PodKind
 from sim.record import KIND_CODES, RunRecord
 
-__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison"]
+__all__ = ["DEFINITIONS", "Measures", "measure", "reduction", "ROWS", "table", "comparison", "across_seeds",
+           "seed_table"]
 
 DEFINITIONS: dict[str, str] = {
     "hotspot node-minutes": "Σ over ticks of (nodes with CPU usage > 65% of allocatable, or memory > 95%) × tick minutes",
@@ -25,7 +26,10 @@ DEFINITIONS: dict[str, str] = {
     "pending / unschedulable": "pods waiting at the end / of those, pods the last session could not fit anywhere",
     "wait to bind": "seconds from a pod's creation to its binding, 0 when the session of the tick it arrived in "
     "bound it; mean, p95, p99 and longest over all bindings, and the share of bindings that waited at all",
-    "evictions": "accepted evictions (waterline engine + scheduler preemption); rate = evictions / submitted pods",
+    "evictions": "accepted evictions (waterline engine + scheduler preemption + rebalancer); rate = evictions / "
+    "submitted pods",
+    "rebalancer": "pods the rebalancer moved (evicted once it proved a destination); lost work = run time of the moved "
+    "batch pods, which restart from the beginning (pod-hours); moved twice = workload pods moved again within an hour",
     "throttle-minutes": "pod-minutes under a waterline CPU quota below the pod's own limit",
     "cpu demand served": "CPU pods got / CPU they wanted (their usage profile capped by their own limit), over pods "
     "and ticks; per class too",
@@ -63,6 +67,7 @@ class Measures:
     waited_percent: float  # of bindings, those that waited beyond the tick the pod arrived in
     evictions_waterline: int
     evictions_scheduler: int
+    evictions_rebalancer: int
     eviction_rate_percent: float
     throttle_minutes: float
     cpu_demand_served_percent: float
@@ -81,10 +86,13 @@ class Measures:
     per_pod_ms: float
     wall_seconds: float
     cpu_seconds: float
+    rebalance_lost_pod_hours: float = 0.0
+    rebalance_moved_twice_within_hour: int = 0
+    rebalance_unproven: int = 0
 
     @property
     def evictions(self) -> int:
-        return self.evictions_waterline + self.evictions_scheduler
+        return self.evictions_waterline + self.evictions_scheduler + self.evictions_rebalancer
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -105,7 +113,7 @@ def measure(rec: RunRecord) -> Measures:
     waits = rec.waits
     sessions = rec.session_seconds
     placed = int(rec.session_placed.sum())
-    evictions = rec.waterline_evictions + rec.scheduler_evictions
+    evictions = rec.waterline_evictions + rec.scheduler_evictions + rec.rebalancer_evictions
     return Measures(
         policy=rec.policy,
         hotspot_node_minutes=round(float((cpu_hot | mem_hot).sum()) * minutes, 1),
@@ -130,6 +138,7 @@ def measure(rec: RunRecord) -> Measures:
         waited_percent=round(100.0 * float((waits > 0).mean()), 2) if waits.size else 0.0,
         evictions_waterline=rec.waterline_evictions,
         evictions_scheduler=rec.scheduler_evictions,
+        evictions_rebalancer=rec.rebalancer_evictions,
         eviction_rate_percent=round(100.0 * evictions / rec.submitted, 3) if rec.submitted else 0.0,
         throttle_minutes=round(float(rec.throttled.sum()) * minutes, 1),
         **_contention(rec),
@@ -140,6 +149,9 @@ def measure(rec: RunRecord) -> Measures:
         per_pod_ms=round(1000.0 * float(sessions.sum()) / placed, 2) if placed else 0.0,
         wall_seconds=round(rec.wall_seconds, 2),
         cpu_seconds=round(rec.cpu_seconds, 2),
+        rebalance_lost_pod_hours=float(rec.rebalance.get("lost_pod_hours", 0.0)),
+        rebalance_moved_twice_within_hour=int(rec.rebalance.get("moved_twice_within_hour", 0)),
+        rebalance_unproven=int(rec.rebalance.get("unproven", 0)),
     )
 
 
@@ -199,6 +211,9 @@ ROWS: Sequence[tuple[str, str, str]] = (
     ("bindings that waited, %", "waited_percent", "{:.2f}"),
     ("evictions by waterline", "evictions_waterline", "{:,d}"),
     ("evictions by scheduler", "evictions_scheduler", "{:,d}"),
+    ("evictions by rebalancer", "evictions_rebalancer", "{:,d}"),
+    ("  work lost to moves, pod-hours", "rebalance_lost_pod_hours", "{:.1f}"),
+    ("  pods moved twice within an hour", "rebalance_moved_twice_within_hour", "{:,d}"),
     ("evictions per submitted pod %", "eviction_rate_percent", "{:.2f}"),
     ("throttle-minutes (pod-minutes)", "throttle_minutes", "{:,.0f}"),
     ("CPU demand served %", "cpu_demand_served_percent", "{:.2f}"),
@@ -246,3 +261,41 @@ def comparison(results: Sequence[Measures], baseline: str = "kube-default") -> M
             "eviction_rate_percent": m.eviction_rate_percent,
         }
     return out
+
+
+def _spread(values: Mapping[int, float]) -> dict[str, Any]:
+    xs = list(values.values())
+    return {"mean": round(float(np.mean(xs)), 3), "min": min(xs), "max": max(xs), "by_seed": dict(values)}
+
+
+def across_seeds(per_seed: Mapping[int, Sequence[Measures]]) -> dict[str, Any]:
+    """Per policy and measure, the mean, min and max over the seeds (and each seed's value); per compared policy,
+    the same for its hotspot reduction against the baseline.  Policies in the order of the first seed."""
+    first = next(iter(per_seed.values()))
+    numbers = [k for k, v in first[0].to_json().items() if isinstance(v, int | float) and not isinstance(v, bool)]
+    policies: dict[str, Any] = {}
+    for i, m in enumerate(first):
+        runs = {seed: results[i].to_json() for seed, results in per_seed.items()}
+        policies[m.policy] = {k: _spread({s: r[k] for s, r in runs.items()}) for k in numbers}
+    comparisons = {seed: comparison(results) for seed, results in per_seed.items()}
+    compared: dict[str, Any] = {}
+    for name in next(iter(comparisons.values())):
+        cuts = {s: c[name]["hotspot_reduction_percent"] for s, c in comparisons.items()}
+        known = {s: v for s, v in cuts.items() if v is not None}
+        compared[name] = {"baseline": next(iter(comparisons.values()))[name]["baseline"],
+                          "hotspot_reduction_percent": _spread(known) if known else None}
+    return {"seeds": list(per_seed), "policies": policies, "comparison": compared}
+
+
+def seed_table(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Rows of cells like :func:`table`, each cell ``mean [min - max]`` over the seeds."""
+    policies = summary["policies"]
+    rows = [["measure (mean [min - max] over seeds " + ",".join(map(str, summary["seeds"])) + ")", *policies]]
+    for label, attr, fmt in ROWS:
+        cells = []
+        for stats in policies.values():
+            s = stats[attr]
+            mean = fmt.replace(",d", ",.1f").replace(":d", ":.1f").format(s["mean"])
+            cells.append(f"{mean} [{fmt.format(s['min'])} - {fmt.format(s['max'])}]")
+        rows.append([label, *cells])
+    return rows

@@ -11,8 +11,11 @@ WaterlinePolicy objects that every simulated node agent runs.  Built in (files i
   agents running ``waterline.yaml``;
 * ``loadaware-waterline-capped`` — as above with ``respectWaterlines: true``: nodes are also closed to new pods
   above their waterlines, which trades waiting pods for fewer hot nodes;
+* ``loadaware-waterline-strict`` — as ``loadaware-waterline`` without starvation relief (``relaxAfterSeconds``);
 * ``requests`` — ``requests.yaml``: NodeResourcesFit LeastAllocated alone (the weaker baseline of earlier
-  releases); ``binpack`` — ``binpack.yaml``: kube-default with MostAllocated, packing by requests.
+  releases); ``binpack`` — ``binpack.yaml``: kube-default with MostAllocated, packing by requests;
+* ``loadaware-rebalance`` — ``loadaware-waterline`` plus the rebalancer with the arguments of ``rebalance.yaml``
+  (``sim.rebalance``): pods move off nodes that stay hot, to nodes the scheduler proves cooler.
 
 The node agents (usage history, NodeMetric reports, waterlines) run for a policy whose scheduler reads usage
 (the built-in ``loadaware`` and ``usage`` plugins, or any plugin Loadwise does not ship, which might) or that has
@@ -32,8 +35,8 @@ from sim.run import Policy
 if TYPE_CHECKING:
     from scheduler.conf import SchedulerConf
 
-__all__ = ["CONF_DIR", "BUILTIN", "DEFAULT_COMPARE", "BASELINE", "USAGE_PLUGINS", "reads_usage", "parse_assignments",
-           "load_policies"]
+__all__ = ["CONF_DIR", "BUILTIN", "REBALANCE", "DEFAULT_COMPARE", "BASELINE", "USAGE_PLUGINS", "reads_usage",
+           "parse_assignments", "load_policies"]
 
 CONF_DIR = Path(__file__).resolve().parent / "confs"
 # name -> (scheduler conf, waterline policies or None)
@@ -42,9 +45,13 @@ BUILTIN: dict[str, tuple[Path, Path | None]] = {
     "loadaware": (CONF_DIR / "loadaware.yaml", None),
     "loadaware-waterline": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
     "loadaware-waterline-capped": (CONF_DIR / "loadaware-waterline-capped.yaml", CONF_DIR / "waterline.yaml"),
+    "loadaware-waterline-strict": (CONF_DIR / "loadaware-waterline-strict.yaml", CONF_DIR / "waterline.yaml"),
     "requests": (CONF_DIR / "requests.yaml", None),
     "binpack": (CONF_DIR / "binpack.yaml", None),
+    "loadaware-rebalance": (CONF_DIR / "loadaware-waterline.yaml", CONF_DIR / "waterline.yaml"),
 }
+# name -> rebalancer arguments, for the built-in policies that run the rebalancer
+REBALANCE: dict[str, Path] = {"loadaware-rebalance": CONF_DIR / "rebalance.yaml"}
 DEFAULT_COMPARE = ("kube-default", "loadaware", "loadaware-waterline")
 BASELINE = "kube-default"
 # The built-in scheduler plugins that read NodeMetrics (the session snapshot's node_metrics).
@@ -85,6 +92,16 @@ def _waterline_objects(path: Path) -> tuple[dict[str, object], ...]:
     return tuple(objs)
 
 
+def _rebalance_args(name: str) -> object:
+    """The built-in rebalancer arguments of policy ``name``, or ``None`` when it runs no rebalancer."""
+    path = REBALANCE.get(name)
+    if path is None:
+        return None
+    from rebalancer.args import load_rebalance_args
+
+    return load_rebalance_args(str(path))
+
+
 def load_policies(
     names: Sequence[str],
     *,
@@ -119,5 +136,6 @@ def load_policies(
         conf = load_conf(conf_path)
         objs = _waterline_objects(wl_path) if wl_path is not None else ()
         out.append(Policy(name, conf, str(conf_path), objs, str(wl_path) if wl_path else "",
-                          node_agents=bool(objs) or reads_usage(conf)))
+                          node_agents=bool(objs) or reads_usage(conf) or name in REBALANCE,
+                          rebalance=_rebalance_args(name)))
     return out

@@ -53,6 +53,8 @@ class RunRecord:
     wait_classes: list[str] = field(default_factory=list)  # per binding, as waits: "gang" or the pod kind
     waterline_evictions: int = 0
     scheduler_evictions: int = 0
+    rebalancer_evictions: int = 0
+    rebalance: dict[str, float] = field(default_factory=dict)  # the rebalancer's tally (sim.rebalance), if it ran
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
     requeued: int = 0
     session_seconds: F64 = field(default_factory=lambda: np.zeros(0))  # wall-clock, per session
@@ -129,6 +131,7 @@ class RunRecord:
         self.wait_classes = list(counters.wait_classes)
         self.waterline_evictions = counters.waterline_evictions
         self.scheduler_evictions = counters.scheduler_evictions
+        self.rebalancer_evictions = counters.rebalancer_evictions
         self.evicted_by_kind = dict(counters.evicted_by_kind)
         self.requeued = counters.requeued
         self.stretch = {kind: np.asarray(values, dtype=np.float64) for kind, values in counters.stretch.items()}

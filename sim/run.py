@@ -14,6 +14,8 @@ Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
    Loadwise does);
 4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
    simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
+   for a rebalancing policy, then runs a round of the real rebalancer (``sim.rebalance``), whose evictions are
+   re-created the same way;
 5. runs one scheduling session of the real scheduler if any pod is pending; bindings go through the cluster;
 6. lets the agents whose report falls in the tick's second half write theirs, for the next session to see.
 
@@ -27,7 +29,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -53,6 +55,9 @@ from sim.record import KIND_CODES, RunRecord
 from sim.synthetic import PRIORITY_CLASSES
 from sim.usage import UsageModel
 from sim.waterline import CPU_PERIOD_US, SimWaterline
+
+if TYPE_CHECKING:
+    from sim.rebalance import SimRebalancer
 
 __all__ = ["Policy", "SimOptions", "SessionRunner", "SchedulerFactory", "default_scheduler_factory", "TickUsage",
            "Simulation", "run"]
@@ -92,6 +97,7 @@ class Policy:
     waterline: tuple[Mapping[str, Any], ...] = ()
     waterline_source: str = ""
     node_agents: bool = True  # whether the node agents run (NodeMetric reports, waterlines)
+    rebalance: Any = None  # rebalancer.args.RebalanceArgs: the rebalancer runs (sim.rebalance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +178,7 @@ class _Counters:
     wait_classes: list[str] = field(default_factory=list)  # per binding: "gang", or the pod kind's value
     waterline_evictions: int = 0
     scheduler_evictions: int = 0
+    rebalancer_evictions: int = 0
     evicted_by_kind: dict[str, int] = field(default_factory=dict)
     sessions: list[tuple[float, float, int]] = field(default_factory=list)  # (wall s, CPU s, pods placed)
     requeued: int = 0
@@ -201,7 +208,7 @@ class TickUsage:
 class _Phases:
     """Wall time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py``."""
 
-    NAMES = ("pods", "usage", "agent-record", "agent-report", "waterline", "scheduler")
+    NAMES = ("pods", "usage", "agent-record", "agent-report", "waterline", "rebalancer", "scheduler")
 
     def __init__(self) -> None:
         self.seconds = dict.fromkeys(self.NAMES, 0.0)
@@ -263,6 +270,12 @@ class Simulation:
                 tick_seconds=options.tick_seconds, source=policy.waterline_source,
             )
         self.scheduler = scheduler_factory(self.cluster, policy.conf, self.clock)
+        self.rebalancer: SimRebalancer | None = None
+        if policy.rebalance is not None:
+            from sim.rebalance import SimRebalancer
+
+            self.rebalancer = SimRebalancer(self.cluster, self.clock, policy.conf, policy.rebalance,
+                                            tick_seconds=options.tick_seconds, scheduler=self.scheduler)
         self._pending: dict[str, _Pod] = {}
         self._running: dict[str, _Pod] = {}
         self._by_uid: dict[str, _Pod] = {}
@@ -353,6 +366,8 @@ class Simulation:
                 continue
             p.node = self.node_index[node]
             p.started = t
+            if self.rebalancer is not None:
+                self.rebalancer.bound(p.index, node)
             self._start(p)
             self._plan_end(p, t)
             self._running[key] = p
@@ -388,14 +403,17 @@ class Simulation:
         )
         p.update(obj)
 
-    def _collect_evictions(self, t: float, *, by_waterline: bool) -> None:
+    def _collect_evictions(self, t: float, *, by_waterline: bool, by_rebalancer: bool = False) -> None:
         evictions = self.cluster.evictions
         for key in evictions[self._evict_seen :]:
             p = self._running.get(key) or self._pending.get(key)
             if p is None:
                 continue
             self._forget(p)
-            if by_waterline:
+            if by_rebalancer and self.rebalancer is not None:
+                self.counters.rebalancer_evictions += 1
+                self.rebalancer.evicted(key, p.index, t, t - p.started, p.spec.kind is not PodKind.SERVICE)
+            elif by_waterline:
                 self.counters.waterline_evictions += 1
             else:
                 self.counters.scheduler_evictions += 1
@@ -524,6 +542,8 @@ class Simulation:
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
                    self.agents.reports if self.agents is not None else 0,
                    self.waterline.ticks if self.waterline else 0)
+        if self.rebalancer is not None:
+            rec.rebalance = self.rebalancer.tally.to_json()
         return rec
 
     def _tick(self, k: int, rec: RunRecord, phases: _Phases) -> None:
@@ -547,6 +567,10 @@ class Simulation:
             if self.waterline is not None:
                 self._waterline_tick(now, usage.node_cpu, usage.node_mem, pods_on)
                 self._collect_evictions(t, by_waterline=True)
+        with phases("rebalancer"):
+            if self.rebalancer is not None:
+                self.rebalancer.round(t)
+                self._collect_evictions(t, by_waterline=False, by_rebalancer=True)
         with phases("scheduler"):
             placed = self._schedule(t)
         with phases("agent-report"):

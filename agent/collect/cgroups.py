@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from agent.collect.files import OpenFiles
+from agent.collect.psi import RESOURCES, Pressure, parse_pressure
 from common.qos import QoSClass
 
 __all__ = [
@@ -343,6 +344,7 @@ class PodSample:
     memory_usage_bytes: int | None
     containers: tuple[ContainerSample, ...] = ()
     missing: tuple[str, ...] = ()  # files absent from a cgroup that still exists: collection errors
+    pressure: Mapping[str, Pressure] | None = None  # v2 only: {cpu,memory,io}.pressure
 
     @property
     def working_set_bytes(self) -> int | None:
@@ -360,8 +362,11 @@ class CgroupReader:
     By default files are kept open between ticks (:class:`OpenFiles`); ``read`` replaces that.
     """
 
-    def __init__(self, layout: CgroupLayout, *, read: ReadFn | None = None, containers: bool = True) -> None:
+    def __init__(
+        self, layout: CgroupLayout, *, read: ReadFn | None = None, containers: bool = True, pressure: bool = False
+    ) -> None:
         self.layout = layout
+        self.pressure = pressure and layout.version == V2  # cgroup v1 has no per-cgroup PSI
         self._files: OpenFiles | None = None
         if read is None:
             self._files = OpenFiles()
@@ -421,6 +426,16 @@ class CgroupReader:
             return None, usage
         return parse_memory_stat(stat_raw, self.layout.version, usage), usage
 
+    def read_pressure(self, rel: str) -> dict[str, Pressure]:
+        """A v2 cgroup's ``{cpu,memory,io}.pressure``; a missing file is left out (and counted)."""
+        out: dict[str, Pressure] = {}
+        for resource in RESOURCES:
+            path = self.layout.path("cpu", rel, f"{resource}.pressure")
+            data = self._try(path)
+            if data is not None:
+                out[resource] = parse_pressure(data, path)
+        return out
+
     def read_pod(self, pod: PodCgroup, *, containers: bool | None = None) -> PodSample:
         """One pod's counters; its containers too when ``containers`` (default: as constructed)."""
         self._missing = []
@@ -434,6 +449,7 @@ class CgroupReader:
             memory=memory,
             memory_usage_bytes=usage,
             containers=self.read_containers(pod.rel) if with_containers else (),
+            pressure=self.read_pressure(pod.rel) if self.pressure else None,
             missing=tuple(self._missing),
         )
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from agent.collect.cgroups import CgroupReader, ContainerSample, MemoryStat, scan_pods
 from agent.collect.procfs import NodeMemory, RateTracker
+from agent.collect.psi import NodePressureSource, Pressure
 from agent.nodemetric import PodUsage, UsageSample
 from common.clock import Clock
 from common.qos import QoSClass
@@ -59,6 +60,7 @@ class PodUsageTick:
     memory: MemoryStat | None
     working_set_bytes: int | None
     containers: tuple[ContainerUsage, ...] = ()
+    pressure: Mapping[str, Pressure] | None = None  # cgroup v2 only
 
     def to_usage(self) -> PodUsage:
         return PodUsage(
@@ -69,6 +71,7 @@ class PodUsageTick:
 
 
 _NO_PODS: Mapping[str, PodUsageTick] = MappingProxyType({})
+_NO_PRESSURE: Mapping[str, Pressure] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,8 @@ class Tick:
     pods: Mapping[str, PodUsageTick] = field(default_factory=lambda: _NO_PODS)
     errors: tuple[str, ...] = ()
     duration_seconds: float = 0.0
+    pressure: Mapping[str, Pressure] = field(default_factory=lambda: _NO_PRESSURE)  # the node's PSI by resource
+    pressure_rates: Mapping[tuple[str, str], float] = field(default_factory=dict)  # stalled fraction since last tick
 
     def usage_sample(self, uids: set[str] | None = None) -> UsageSample:
         """The history record of this tick; ``uids`` limits pods to the ones known to the cluster."""
@@ -104,10 +109,12 @@ class Collector:
     serialises the two, so the counters and the kept-open files are used by one thread at a time.
     """
 
-    def __init__(self, node: NodeSource, cgroups: CgroupReader | None, clock: Clock, *, rate_ttl: float = 20.0) -> None:
+    def __init__(self, node: NodeSource, cgroups: CgroupReader | None, clock: Clock, *, rate_ttl: float = 20.0,
+                 pressure: NodePressureSource | None = None) -> None:
         self.node = node
         self.cgroups = cgroups
         self.clock = clock
+        self.pressure = pressure
         self._rates = RateTracker(rate_ttl)
         self._lock = threading.Lock()
         self._pod_rels: set[str] = set()
@@ -119,6 +126,7 @@ class Collector:
             errors: list[str] = []
             mono = self.clock.monotonic()
             cpu, memory = self._node(mono, errors)
+            pressure, rates = self._pressure(mono, errors)
             pods = self._pods(errors, containers) if self.cgroups is not None else {}
             if self.cgroups is not None:
                 self._rates.expire(mono)
@@ -130,6 +138,8 @@ class Collector:
                 pods=MappingProxyType(pods),
                 errors=tuple(errors),
                 duration_seconds=time.perf_counter() - started,
+                pressure=MappingProxyType(pressure),
+                pressure_rates=MappingProxyType(rates),
             )
 
     def with_containers(self, tick: Tick) -> Tick:
@@ -154,6 +164,16 @@ class Collector:
         except (OSError, ValueError) as exc:
             errors.append(f"node memory ({self.node.name}): {exc}")
         return cpu, memory
+
+    def _pressure(self, mono: float, errors: list[str]) -> tuple[dict[str, Pressure], dict[tuple[str, str], float]]:
+        if self.pressure is None:
+            return {}, {}
+        try:
+            pressure = self.pressure.read()
+        except (OSError, ValueError) as exc:
+            errors.append(f"node pressure: {exc}")
+            return {}, {}
+        return pressure, self.pressure.rates(mono, pressure)
 
     def _pods(self, errors: list[str], containers: bool | None) -> dict[str, PodUsageTick]:
         reader = self.cgroups
@@ -188,6 +208,7 @@ class Collector:
                 memory=sample.memory,
                 working_set_bytes=sample.working_set_bytes,
                 containers=self._containers(uid, sample.containers, t),
+                pressure=sample.pressure,
             )
         return pods
 

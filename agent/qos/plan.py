@@ -37,6 +37,7 @@ from agent.qos.state import (
     PodState,
 )
 from agent.qos.throttle import RESTORE_BELOW, SETTLE_TARGET, Step, restore_step, step_down, step_up
+from common.waterline import PRESSURE_METRICS
 
 __all__ = [
     "Outcome",
@@ -374,9 +375,10 @@ class _Run:
             return
         others = sorted(n for n in wls if n != CPU_TOTAL_USAGE)
         if others:
-            if CPU_TOTAL_USAGE not in wls:
+            if CPU_TOTAL_USAGE not in wls and not all(n in PRESSURE_METRICS for n in others):
                 self.out.notes.append(f"throttle {direction} on {', '.join(others)} is not quantified: nothing done")
                 return
+            # CPU usage fired too, or only pressure did: stall has no per-pod gap, so one step for every candidate.
             for c in live.values():
                 self._step_pod(c, direction)
             return

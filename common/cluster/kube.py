@@ -18,6 +18,7 @@ import builtins
 import http.client
 import json
 import logging
+import os
 import socket
 import threading
 from collections import OrderedDict
@@ -47,7 +48,8 @@ from common.cluster.informer import KubeInformer
 from common.config import ConfigError
 from common.kinds import KINDS, kind_info
 
-__all__ = ["KubeCluster", "KubeInformer", "load_cluster", "EVENT_SERIES_WINDOW_SECONDS"]
+__all__ = ["KubeCluster", "KubeInformer", "load_cluster", "credentials_source", "IN_CLUSTER",
+           "EVENT_SERIES_WINDOW_SECONDS"]
 
 log = logging.getLogger(__name__)
 
@@ -493,17 +495,34 @@ class KubeCluster:
         return KubeInformer(self, kind, handler, namespace=namespace, field_selector=field_selector)
 
 
+IN_CLUSTER = "in-cluster service account"
+
+
+def credentials_source(kubeconfig: str | None = None) -> str:
+    """Where the credentials come from, in kubectl's order for a process that may run in a pod: the
+    ``--kubeconfig`` file, else ``$KUBECONFIG`` (a list of files, merged as kubectl merges them), else the pod's
+    service account, else ``~/.kube/config``; "" when there is none of these."""
+    if kubeconfig:
+        return kubeconfig
+    if os.environ.get("KUBECONFIG"):
+        return os.environ["KUBECONFIG"]
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return IN_CLUSTER
+    home = os.path.expanduser("~/.kube/config")
+    return home if os.path.exists(home) else ""
+
+
 def load_cluster(kubeconfig: str | None = None, **kwargs: Any) -> KubeCluster:
-    """A :class:`KubeCluster` from a kubeconfig file, or from the pod's service account when None."""
+    """A :class:`KubeCluster` with the credentials :func:`credentials_source` names."""
     cfg = kclient.Configuration()
+    where = credentials_source(kubeconfig) or IN_CLUSTER
     try:
-        if kubeconfig is None:
+        if where == IN_CLUSTER:
             kconfig.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        else:
+        else:  # a file, or $KUBECONFIG's list of files (the client merges a path-separated list)
             kconfig.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=kubeconfig, client_configuration=cfg, persist_config=False
+                config_file=where, client_configuration=cfg, persist_config=False
             )
     except (kconfig.ConfigException, OSError, TypeError, ValueError) as exc:
-        where = kubeconfig or "in-cluster service account"
         raise ConfigError(f"cannot load Kubernetes credentials: {exc}", field="kubeconfig", source=where) from exc
     return KubeCluster(kclient.ApiClient(cfg), **kwargs)

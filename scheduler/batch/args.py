@@ -1,4 +1,4 @@
-"""Typed arguments of the batch plugins, read leniently from the conf's raw map (docs/design/scheduler.md §1.1).
+"""Typed arguments of the batch plugins, read leniently from the conf's raw map (docs/design/scheduler.md §1.4).
 
 As in Volcano a value of the wrong type keeps the default; a malformed SLA duration is an error
 naming the key, since silently dropping an SLA would change admission.
@@ -12,24 +12,9 @@ from typing import Any
 
 from common.duration import parse_duration
 from scheduler.batch.overcommit import overcommit_factor
+from scheduler.lenient import bool_arg, int_arg
 
-__all__ = ["OvercommitArgs", "SlaArgs", "CapacityArgs", "NodeGroupArgs", "bool_arg", "int_arg"]
-
-
-def bool_arg(raw: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = raw.get(key)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "t", "f"):
-        return value.strip().lower() in ("true", "1", "t")
-    return default
-
-
-def int_arg(raw: Mapping[str, Any], key: str, default: int) -> int:
-    value = raw.get(key)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return default
+__all__ = ["OvercommitArgs", "SlaArgs", "CapacityArgs", "NodeGroupArgs"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.config import ConfigError, integer
+from common.config import ConfigError, flag, integer
 from common.duration import parse_duration
 from common.resources import CPU, MEMORY
 
@@ -53,6 +53,8 @@ class LoadAwareArgs:
     supported_resources: tuple[str, ...] = ()
     respect_waterlines: bool = True
     waterline_margin: int = 5
+    relax_after_seconds: int = 0  # (Loadwise) a pod pending this long is no longer filtered on usage; 0 = never
+    cpu_pressure_threshold: int = 0  # percent of time stalled (PSI some, 60 s); 0 = off (scheduler/loadaware/pressure.py)
     _resource_names: tuple[str, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
@@ -71,12 +73,7 @@ class LoadAwareArgs:
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
-    v = raw.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise ConfigError(f"must be true or false, got {v!r}", field=key, source=source)
-    return v
+    return flag(raw, key, default, source=source)
 
 
 def _int(v: Any, key: str, source: str) -> int:
@@ -177,6 +174,12 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaw
     margin = _int(raw.get("waterlineMargin", 5), "waterlineMargin", source)
     if not 0 <= margin <= 100:
         raise ConfigError(f"must be in 0..100, got {margin}", field="waterlineMargin", source=source)
+    relax_after = _int(raw.get("relaxAfterSeconds", 0), "relaxAfterSeconds", source)
+    if relax_after < 0:
+        raise ConfigError(f"must be >= 0, got {relax_after}", field="relaxAfterSeconds", source=source)
+    pressure = _int(raw.get("cpuPressureThreshold", 0) or 0, "cpuPressureThreshold", source)
+    if not 0 <= pressure <= 100:
+        raise ConfigError(f"must be in 0..100 (0 = off), got {pressure}", field="cpuPressureThreshold", source=source)
     estimator = raw.get("estimator") or ""
     return LoadAwareArgs(
         filter_expired_node_metrics=_bool(raw, "filterExpiredNodeMetrics", True, source),
@@ -197,4 +200,6 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaw
         supported_resources=tuple(supported),
         respect_waterlines=_bool(raw, "respectWaterlines", True, source),
         waterline_margin=margin,
+        relax_after_seconds=relax_after,
+        cpu_pressure_threshold=pressure,
     )

@@ -10,12 +10,21 @@ waterline of the policies that select it, minus ``waterlineMargin``.  The sessio
 ``Snapshot.extra["waterline_policies"]`` (WaterlinePolicy views or the raw objects; invalid ones are skipped as the
 agent skips them) or ready-made percents as ``Snapshot.extra["waterline_percent"]``; which rule set each node's
 cap is kept in :attr:`LoadAware.waterline_sources` for ``explain``.
+
+Starvation relief (``relaxAfterSeconds``, default 0 = off): a pod that has been pending at least that long (since
+its creation) is no longer filtered on usage, only scored, so it goes wherever the other plugins (resource fit
+first) accept it, still preferring the coolest of those nodes.  Load-awareness then delays a pod by at most the
+bound; without it a pod that fits only on warm nodes can wait out a whole peak (docs/configure.md).
+
+Pressure filtering (``cpuPressureThreshold``, off by default): nodes whose reported CPU pressure is above
+the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -26,6 +35,7 @@ import numpy.typing as npt
 from common.config import ConfigError
 from common.objects import NodeView, PodView
 from common.qos import PriorityClass
+from common.reservation import active, parse_reservations, workload_of
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
@@ -34,10 +44,11 @@ from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
-from scheduler.loadaware.cache import assigned_pod
+from scheduler.loadaware.cache import AssignedPod, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.pressure import PressureFilter
 from scheduler.loadaware.snapshot import open_state
 
 __all__ = ["LoadAware", "WATERLINE_PERCENT_KEY", "WATERLINE_POLICIES_KEY", "WaterlineSource", "waterline_percents"]
@@ -51,6 +62,8 @@ ARGUMENTS: tuple[str, ...] = (
     "estimatedSecondsAfterInitialized", "allowCustomizeEstimation", "aggregated/usageThresholds",
     "aggregated/usageAggregationType", "aggregated/usageAggregatedDuration", "aggregated/scoreAggregationType",
     "aggregated/scoreAggregatedDuration", "supportedResources", "respectWaterlines", "waterlineMargin",
+    "relaxAfterSeconds",
+    "cpuPressureThreshold",
 )
 # Snapshot.extra key: int64 [nodes, len(args.resource_names)] waterline percents from the nodes' active policies
 WATERLINE_PERCENT_KEY = "waterline_percent"
@@ -174,17 +187,27 @@ class LoadAware:
         # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
         state = open_state(self.args, views, chain.from_iterable(by_node), ssn.snapshot.node_metrics, ssn.now,
                            percent, memo, by_node)
+        own = self._reserve_rebalanced(state, views, ssn.now)
         self.state = state
 
+        pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
+                    if self.args.cpu_pressure_threshold else None)
         # rows change only when a pod is placed on or removed from a node, which the node arrays log
         filters = RowCache(ssn.arrays)
         rows = RowCache(ssn.arrays)
 
+        relax_after = self.args.relax_after_seconds
+
         def predicate(task: TaskInfo) -> FilterResult:
+            created = task.pod.creation_time
+            if relax_after and created is not None and ssn.now - created >= relax_after:
+                return FilterResult(np.ones(len(ssn.nodes), dtype=bool))
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            if task.pod.is_daemonset:
-                res = state.filter(est, is_prod=is_prod, is_daemonset=True)
+            entries = own.get(workload_of(task.pod)) if own else None
+            if task.pod.is_daemonset or entries:  # a daemon pod, or a moved pod's replacement: past the row memo
+                with _released(state, entries):  # the replacement does not see its own reservation
+                    res = state.filter(est, is_prod=is_prod, is_daemonset=task.pod.is_daemonset)
                 return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
             packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
                 state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
@@ -197,10 +220,24 @@ class LoadAware:
                 return [(Code.UNSCHEDULABLE, state.reason(unpacked[0], i))]
             return FilterResult(packed == 0, lazy=reasons)
 
+        def with_pressure(task: TaskInfo) -> FilterResult:
+            """The load filter, then the CPU-pressure filter (only with cpuPressureThreshold set); a pod past
+            relaxAfterSeconds is relieved of both."""
+            res = predicate(task)
+            created = task.pod.creation_time
+            if pressure is None or (relax_after and created is not None and ssn.now - created >= relax_after):
+                return res
+            return FilterResult(res.passed & pressure.passed, lazy=lambda i: res.found(i) if not res.passed[i]
+                                else [(Code.UNSCHEDULABLE, pressure.reason(i))])
 
         def score(task: TaskInfo) -> IntArray:
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
+            entries = own.get(workload_of(task.pod)) if own else None
+            if entries:  # the replacement of a moved pod: scored without its own reservation, past the row memo
+                with _released(state, entries):
+                    mine: IntArray = state.score(est, is_prod=is_prod) * self.weight
+                return mine
             raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
             out: IntArray = raw * self.weight
             return out
@@ -208,16 +245,60 @@ class LoadAware:
         def on_allocate(task: TaskInfo) -> None:
             if task.node_name:
                 state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args))
+                if own:  # a replacement placed where its reservation was: its own estimate counts from now on
+                    _consume(state, own, workload_of(task.pod), task.node_name)
 
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
 
+    def _reserve_rebalanced(self, state: LoadAwareState, views: Sequence[NodeView],
+                            now: float) -> dict[str, list[AssignedPod]]:
+        """Count the usage the rebalancer is moving to a node (its unexpired reservations, ``common.reservation``)
+        as load of that node, so other pods do not fill a destination before the moved pod arrives; returns the
+        entries by workload, which a pod of that workload does not see.  A malformed annotation reserves nothing:
+        the node is then judged on its metrics alone, as without a rebalancer."""
+        names = self.args.resource_names
+        own: dict[str, list[AssignedPod]] = {}
+        for node in views:
+            try:
+                entries = active(parse_reservations(node.annotations, node=node.name), now)
+            except ValueError:
+                continue
+            for r in entries:
+                entry = AssignedPod(f"rebalance:{node.name}:{r.pod}", node.name,
+                                    tuple(r.usage.get(n, 0) for n in names), r.prod, r.since, r.until)
+                state.reserve(entry)
+                own.setdefault(r.workload, []).append(entry)
+        return own
+
     def on_session_close(self, ssn: Session) -> None:
         self.state = None
+
+
+@contextmanager
+def _released(state: LoadAwareState, entries: Sequence[AssignedPod] | None) -> Iterator[None]:
+    """The rebalancer's reservations ``entries`` left out of ``state`` for the duration of the block."""
+    for e in entries or ():
+        state.unreserve(e.key)
+    try:
+        yield
+    finally:
+        for e in entries or ():
+            state.reserve(e)
+
+
+def _consume(state: LoadAwareState, own: dict[str, list[AssignedPod]], workload: str, node: str) -> None:
+    """Drop ``workload``'s reservation on ``node`` (one: one replacement takes one reservation's place)."""
+    entries = own.get(workload) or []
+    for i, e in enumerate(entries):
+        if e.node == node:
+            state.unreserve(e.key)
+            del entries[i]
+            return
 
 
 @register_plugin(NAME)

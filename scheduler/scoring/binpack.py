@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.resources import CPU, MEMORY
+from scheduler.lenient import int_arg
 
 __all__ = ["BinpackWeights", "parse_binpack_arguments", "binpack_score", "binpack_ref"]
 
@@ -28,28 +29,21 @@ class BinpackWeights:
         return self.resources if self.resources is not None else {CPU: 1, MEMORY: 1}
 
 
-def _int(raw: Mapping[str, Any], key: str, default: int) -> int:
-    v = raw.get(key, default)
-    try:
-        n = int(v)
-    except (TypeError, ValueError, OverflowError):  # not an integer (nan, inf too): the default, as Volcano
-        return default
-    return default if n < 0 else n
+def _weight(raw: Mapping[str, Any], key: str) -> int:
+    """A resource weight: an integer (lenient, :mod:`scheduler.lenient`); a negative one falls back to 1."""
+    n = int_arg(raw, key, 1)
+    return 1 if n < 0 else n
 
 
 def parse_binpack_arguments(raw: Mapping[str, Any]) -> BinpackWeights:
     """``binpack.weight``, ``binpack.cpu``, ``binpack.memory``, ``binpack.resources`` (comma list) and
     ``binpack.resources.<name>``; negative weights fall back to 1 as in Volcano."""
-    weight = raw.get("binpack.weight", 1)
-    try:
-        plugin_weight = int(weight)
-    except (TypeError, ValueError, OverflowError):  # not an integer (nan, inf too): the default, as Volcano
-        plugin_weight = 1
-    res = {CPU: _int(raw, "binpack.cpu", 1), MEMORY: _int(raw, "binpack.memory", 1)}
+    plugin_weight = int_arg(raw, "binpack.weight", 1)
+    res = {CPU: _weight(raw, "binpack.cpu"), MEMORY: _weight(raw, "binpack.memory")}
     extra = str(raw.get("binpack.resources", "") or "")
     for name in (s.strip() for s in extra.split(",")):
         if name and name not in res:
-            res[name] = _int(raw, f"binpack.resources.{name}", 1)
+            res[name] = _weight(raw, f"binpack.resources.{name}")
     return BinpackWeights(plugin_weight, res)
 
 

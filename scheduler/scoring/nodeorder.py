@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.lenient import int_arg
+
 __all__ = ["NodeOrderWeights", "parse_nodeorder_arguments"]
 
 _KEYS = {
@@ -33,14 +35,6 @@ class NodeOrderWeights:
 
 
 def parse_nodeorder_arguments(raw: Mapping[str, Any]) -> NodeOrderWeights:
-    """Lenient like Volcano's ``Arguments.GetInt``: a value that is not an integer keeps the default."""
-    values: dict[str, int] = {}
-    for key, (attr, default) in _KEYS.items():
-        v = raw.get(key, default)
-        if isinstance(v, bool):
-            v = default
-        try:
-            values[attr] = int(v)
-        except (TypeError, ValueError, OverflowError):
-            values[attr] = default
-    return NodeOrderWeights(**values)
+    """Lenient like Volcano's ``Arguments.GetInt`` (:mod:`scheduler.lenient`): a value that is not an integer
+    keeps the default."""
+    return NodeOrderWeights(**{attr: int_arg(raw, key, default) for key, (attr, default) in _KEYS.items()})

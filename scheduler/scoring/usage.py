@@ -7,7 +7,6 @@ the per-dimension composite ``U`` before the task's own estimate is added.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.quantity import QuantityError, milli_value, parse_quantity, value
+from scheduler.lenient import float_arg, int_arg
 
 __all__ = ["CPU_REASON", "MEMORY_REASON", "METRICS_STALE_SECONDS", "UsageArgs", "parse_usage_arguments",
            "usage_predicate", "composite_load", "task_estimate", "usage_score", "risk_factors", "available"]
@@ -43,9 +43,7 @@ class UsageArgs:
 
 
 def _weight(raw: Mapping[str, Any], key: str, default: int) -> int:
-    v = raw.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, int):
-        return default
+    v = int_arg(raw, key, default)
     return default if v < 0 else v
 
 
@@ -55,10 +53,6 @@ def _threshold(raw: Any, default: int) -> int:
     return raw
 
 
-def _float(raw: Mapping[str, Any], key: str, default: float) -> float:
-    v = raw.get(key, default)
-    # lenient like the other usage arguments: anything but a finite number keeps the default
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else default
 
 
 def _be(raw: Any, default: int, *, cpu: bool) -> int:
@@ -82,16 +76,16 @@ def parse_usage_arguments(raw: Mapping[str, Any]) -> UsageArgs:
     if not isinstance(est, Mapping):
         est = {}
     d = UsageArgs()
-    risk = _float(est, "risk_factor", d.risk_factor)
+    risk = float_arg(est, "risk_factor", d.risk_factor)
     return UsageArgs(
         weight=_weight(raw, "usage.weight", d.weight),
         cpu_weight=_weight(raw, "cpu.weight", d.cpu_weight),
         memory_weight=_weight(raw, "memory.weight", d.memory_weight),
         cpu_threshold=_threshold(thresholds.get("cpu"), d.cpu_threshold),
         memory_threshold=_threshold(thresholds.get("mem"), d.memory_threshold),
-        request_ratio=_float(est, "request_ratio", d.request_ratio),
-        burst_ratio=_float(est, "burst_ratio", d.burst_ratio),
-        risk_threshold=_float(est, "risk_threshold", d.risk_threshold),
+        request_ratio=float_arg(est, "request_ratio", d.request_ratio),
+        burst_ratio=float_arg(est, "burst_ratio", d.burst_ratio),
+        risk_threshold=float_arg(est, "risk_threshold", d.risk_threshold),
         risk_factor=risk if risk >= 1.0 else d.risk_factor,
         be_cpu_milli=_be(est.get("be_cpu"), d.be_cpu_milli, cpu=True),
         be_memory_bytes=_be(est.get("be_mem"), d.be_memory_bytes, cpu=False),

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -112,8 +113,8 @@ def _fixture_config(tmp_path: Path, layout: str = "v2-cgroupfs", **extra: str) -
 
 
 def test_standalone_agent_process_serves_and_stops_cleanly(tmp_path: Path) -> None:
-    port = _free_port()
-    cfg = _fixture_config(tmp_path)
+    port, debug_port = _free_port(), _free_port()
+    cfg = _fixture_config(tmp_path, debugPort=str(debug_port))
     proc = subprocess.Popen(
         [sys.executable, "-m", "loadwise", "agent", "--standalone", "--node", "local", "--config", str(cfg),
          "--port", str(port)],
@@ -131,7 +132,11 @@ def test_standalone_agent_process_serves_and_stops_cleanly(tmp_path: Path) -> No
                 if time.monotonic() > deadline or proc.poll() is not None:
                     raise
                 time.sleep(0.1)
-        with urllib.request.urlopen(base + "/nodemetric", timeout=20) as r:
+        # what names the node's pods is on the debug listener (127.0.0.1 by default), not the metrics port
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(base + "/nodemetric", timeout=20)
+        assert missing.value.code == 404
+        with urllib.request.urlopen(f"http://127.0.0.1:{debug_port}/nodemetric", timeout=20) as r:
             obj = json.load(r)
         assert obj["metadata"]["name"] == "local"
         assert {p["name"] for p in obj["status"]["podsMetric"]} == {
@@ -172,7 +177,7 @@ def test_doctor_api_and_rbac_checks() -> None:
     cluster = MemoryCluster(clock=FakeClock())
     cluster.create("Node", {"metadata": {"name": "n1"}})
     verdicts = {c.name: c.verdict for c in check_api(cluster, "n1")}
-    assert verdicts == {"api: node": "ok", "api: pods on node": "ok", "api: nodemetric": "ok"}
+    assert verdicts == {"api: reachable": "ok", "api: node": "ok", "api: pods on node": "ok", "api: nodemetric": "ok"}
     assert {c.name: c.verdict for c in check_api(cluster, "n2")}["api: node"] == "fail"
     denied = {("patch", "nodemetrics", "status")}
     checks = check_rbac(lambda a: (a.verb, a.resource, a.subresource) not in denied)
@@ -191,3 +196,11 @@ def test_doctor_rbac_in_observe_mode_passes_the_enforce_only_denials() -> None:
     assert sum(c.verdict == "fail" for c in check_rbac(observe_role, enforce=True)) == 3
     no_report = lambda a: a.resource != "nodemetrics"  # noqa: E731
     assert {c.verdict for c in check_rbac(no_report, enforce=False) if "nodemetrics" in c.name} == {"fail"}
+
+
+def test_debug_endpoints_listen_on_localhost_by_default() -> None:
+    cfg = AgentConfig()
+    assert (cfg.debug_address, cfg.debug_port) == ("127.0.0.1", 9328)
+    assert AgentConfig.from_mapping({"debugPort": 0}).debug_port == 0  # off
+    with pytest.raises(ConfigError, match="debugPort"):
+        AgentConfig.from_mapping({"debugPort": 70000})

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agent.collect.cgroups import detect_layout
 from agent.config import AgentConfig
 from agent.daemon import Agent
-from agent.server import make_app
+from agent.server import make_app, make_debug_app
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
 from common.objects import NodeMetricView
@@ -184,16 +184,21 @@ async def test_http_endpoints(tmp_path: Path) -> None:
     cluster = _cluster(clock)
     agent = _agent(tmp_path, cluster, clock)
     client = TestClient(TestServer(make_app(agent)))
+    debug = TestClient(TestServer(make_debug_app(agent)))
     await client.start_server()
+    await debug.start_server()
     try:
         assert (await client.get("/readyz")).status == 503  # no collection yet
-        resp = await client.get("/debug/state")
+        # what names the node's pods is served on the debug listener only
+        assert (await client.get("/debug/state")).status == 404
+        assert (await client.get("/nodemetric")).status == 404
+        resp = await debug.get("/debug/state")
         assert resp.status == 503
         _two_ticks(agent, tmp_path, clock)
         assert (await client.get("/readyz")).status == 200
         assert (await client.get("/healthz")).status == 200
 
-        nm = await (await client.get("/nodemetric")).json()
+        nm = await (await debug.get("/nodemetric")).json()
         assert nm["kind"] == "NodeMetric" and nm["metadata"]["name"] == "n1"
         assert nm["status"]["nodeMetric"]["nodeUsage"]["resources"]["cpu"] == "410m"
         assert cluster.list("NodeMetric").items == []  # showing is not writing
@@ -217,7 +222,7 @@ async def test_http_endpoints(tmp_path: Path) -> None:
         # 10 s of data: every window is still cold, so no percentile series yet.
         assert not any(name == "loadwise_agent_node_cpu_usage_aggregated_cores" for name, _ in samples)
 
-        state = await (await client.get("/debug/state")).json()
+        state = await (await debug.get("/debug/state")).json()
         assert state["node"]["name"] == "n1" and {p["name"] for p in state["pods"]} == {"guaranteed", "burstable", "pending"}
         assert state["report"]["failures"] == 0
 
@@ -227,6 +232,7 @@ async def test_http_endpoints(tmp_path: Path) -> None:
         assert resp.status == 503 and "last collection" in await resp.text()
     finally:
         await client.close()
+        await debug.close()
     agent.stop()
 
 

@@ -16,6 +16,7 @@ from array import array
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,6 +73,7 @@ def _same(a: list[float], b: list[float]) -> bool:
 STEP = st.one_of(st.just(1.0), st.just(0.0), st.just(-1.0), st.floats(-3, 5), st.just(math.nan))
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(st.integers(1, 9), st.lists(st.tuples(STEP, st.floats(-1e6, 1e6)), max_size=60), st.data())
 def test_ring_matches_the_list_definition(capacity: int, steps: list[tuple[float, float]], data: st.DataObject) -> None:

@@ -175,6 +175,7 @@ def _ordered(v: Any) -> Any:
     return v
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(st.data())
 def test_a_handed_over_patch_merges_to_what_a_copied_one_does(data: st.DataObject) -> None:

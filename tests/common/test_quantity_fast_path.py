@@ -61,6 +61,7 @@ NEAR = st.builds(
 )
 
 
+@pytest.mark.slow
 @given(st.one_of(QUANTITY, NEAR, st.text(max_size=8)))
 def test_fast_paths_equal_the_fraction_path(text: str) -> None:
     assert _fast(text) == _reference(text)

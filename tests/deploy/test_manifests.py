@@ -103,6 +103,10 @@ def check_monitor(obj: dict[str, Any]) -> None:
     assert targets, f"{obj['kind']} {obj['metadata']['name']} selects nothing"
     assert {e["port"] for e in endpoints} <= ports
     assert all(e.get("path", "/metrics") == "/metrics" for e in endpoints)
+    # the agent's namespace/pod labels name the measured pod: kept, not renamed exported_*
+    assert all(e.get("honorLabels") is True for e in endpoints)
+    # kube-prometheus-stack selects monitors by its release label (docs/install.md "Prometheus")
+    assert obj["metadata"]["labels"].get("release") == "kube-prometheus-stack"
 
 
 # -- CRDs -----------------------------------------------------------------------------------------------
@@ -193,6 +197,7 @@ def test_examples_parse_with_the_code_that_reads_them() -> None:
     assert (group.min_member, group.queue) == (4, "research") and group.queue in queues
 
 
+@pytest.mark.slow
 def test_objects_the_code_writes_fit_the_schemas() -> None:
     """A short simulation writes NodeMetrics, PodGroup and Queue status; the agent's policy store writes
     WaterlinePolicy conditions.  Every field must be declared, or the API server would drop it."""

@@ -278,6 +278,7 @@ def scrape(targets: dict[str, int], tmp_path: Path, query: str) -> tuple[float, 
         stop(prom)
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_agent_and_scheduler(agent: int, scheduler: int, tmp_path: Path) -> None:
     value, health = scrape(
         {"agent": agent, "scheduler": scheduler}, tmp_path, f'{NODE_CPU}{{node="prom-test", job="agent"}}'

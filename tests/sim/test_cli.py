@@ -1,4 +1,4 @@
-"""``loadwise sim`` end to end: JSON, the HTML report, clear errors, and load-aware beating requests."""
+"""``loadwise sim`` end to end: JSON, the HTML report, several seeds, clear errors, and load-aware beating kube-default."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from common.config import ConfigError
 from loadwise.cli import main
+from sim.compare import parse_seeds
 from sim.measures import measure
 from sim.policies import BUILTIN, DEFAULT_COMPARE, load_policies, parse_assignments
 from sim.run import SimOptions, Simulation, run
@@ -19,9 +20,10 @@ from sim.traces import OPENB_NODES_FILE, OPENB_PODS_FILE
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.mark.slow
 def test_json_output_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "out"
-    rc = main(["sim", "--nodes", "4", "--hours", "0.25", "--json", "--no-progress", "--jobs", "1", "--out", str(out)])
+    rc = main(["sim", "--nodes", "4", "--hours", "0.25", "-o", "json", "--no-progress", "--jobs", "1", "--out", str(out)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["policies"]) == ["kube-default", "loadaware", "loadaware-waterline"]
@@ -49,7 +51,7 @@ def test_table_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_trace_replay_from_fixture_files(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main([
-        "sim", "--compare", "requests", "--nodes", "3", "--hours", "0.2", "--json", "--no-progress",
+        "sim", "--compare", "requests", "--nodes", "3", "--hours", "0.2", "-o", "json", "--no-progress",
         "--openb-nodes", str(FIXTURES / "openb_nodes.csv"), "--openb-pods", str(FIXTURES / "openb_pods.csv"),
         "--machine-usage", str(FIXTURES / "machine_usage.csv"),
     ])
@@ -97,10 +99,11 @@ def test_bad_waterline_file_is_rejected_with_its_field(tmp_path: Path) -> None:
 
 def test_policies() -> None:
     assert set(BUILTIN) == {"kube-default", "loadaware", "loadaware-waterline", "loadaware-waterline-capped",
-                            "requests", "binpack"}
+                            "loadaware-waterline-strict", "requests", "binpack", "loadaware-rebalance"}
     for p in load_policies(list(BUILTIN)):
         assert p.conf.actions
-        assert bool(p.waterline) == p.name.startswith("loadaware-waterline")
+        assert bool(p.waterline) == p.name.startswith(("loadaware-waterline", "loadaware-rebalance"))
+        assert (p.rebalance is not None) == (p.name == "loadaware-rebalance")
         la = p.conf.plugin("loadaware")
         if p.name.startswith("loadaware-waterline"):
             assert la is not None and la.arguments["respectWaterlines"] == p.name.endswith("capped")
@@ -111,8 +114,10 @@ def test_policies() -> None:
         return [(p.name, p.weight, repr(dict(p.arguments))) for tier in conf.tiers for p in tier.plugins]
 
     kube = plugins("kube-default")
-    for name in ("loadaware", "loadaware-waterline", "loadaware-waterline-capped"):
+    for name in ("loadaware", "loadaware-waterline", "loadaware-waterline-capped", "loadaware-waterline-strict"):
         assert [p for p in plugins(name) if p[0] != "loadaware"] == kube
+        relief = next(iter(load_policies([name]))).conf.plugin("loadaware").arguments.get("relaxAfterSeconds")
+        assert relief == (None if name.endswith("strict") else 900)
     assert [(n, w) for n, w, _ in plugins("binpack")] == [(n, w) for n, w, _ in kube]
     assert [a for _, _, a in plugins("binpack") if "MostAllocated" in a]
     # kube-scheduler's default profile weights (apis/config/v1 default plugins, MultiPoint).
@@ -125,6 +130,7 @@ def test_policies() -> None:
     assert mine.conf_source.endswith("loadaware.yaml") and mine.waterline_source.endswith("waterline.yaml")
 
 
+@pytest.mark.slow
 def test_loadaware_has_fewer_hotspots_than_kube_default() -> None:
     """A busy afternoon on 10 nodes (fixed seed): usage-aware placement avoids the hot nodes kube's default makes."""
     workload = generate(SyntheticConfig(nodes=10, hours=3, seed=1))
@@ -136,3 +142,33 @@ def test_loadaware_has_fewer_hotspots_than_kube_default() -> None:
     # Waterline throttling stretches the throttled jobs (their work is conserved), so on a 3-hour window it need
     # not beat plain loadaware; both beat the baseline.
     assert results["loadaware-waterline"].hotspot_node_minutes < 0.8 * base
+
+
+def test_seeds_are_parsed_and_refused_clearly() -> None:
+    assert parse_seeds("1-5") == [1, 2, 3, 4, 5]
+    assert parse_seeds("3,1, 2-3") == [3, 1, 2]
+    for bad in ("x", "5-1", "1-"):
+        with pytest.raises(ValueError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_several_seeds_give_mean_min_max_per_measure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    rc = main(["sim", "--nodes", "3", "--hours", "0.2", "--start-hour", "13", "--seeds", "1-2", "-o", "json",
+               "--no-progress", "--jobs", "2", "--out", str(out)])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["seeds"] == [1, 2] and set(doc["runs"]) == {"1", "2"}
+    runs = {s: doc["runs"][str(s)]["policies"]["kube-default"]["measures"] for s in (1, 2)}
+    assert runs[1]["pods_submitted"] != runs[2]["pods_submitted"]  # each seed its own workload
+    stats = doc["summary"]["policies"]["kube-default"]["pods_submitted"]
+    assert stats["min"] == min(r["pods_submitted"] for r in runs.values())
+    assert stats["max"] == max(r["pods_submitted"] for r in runs.values())
+    assert stats["mean"] == pytest.approx(sum(r["pods_submitted"] for r in runs.values()) / 2)
+    assert stats["by_seed"] == {"1": runs[1]["pods_submitted"], "2": runs[2]["pods_submitted"]}
+    assert set(doc["summary"]["comparison"]) == {"loadaware", "loadaware-waterline"}
+    assert "Over the seeds" in (out / "report.html").read_text()
+    rc = main(["sim", "--nodes", "3", "--hours", "0.1", "--seeds", "1-2", "--compare", "kube-default",
+               "--no-progress"])
+    assert rc == 0
+    assert "mean [min - max] over seeds 1,2" in capsys.readouterr().out

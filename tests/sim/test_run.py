@@ -195,7 +195,8 @@ def test_only_policies_that_read_usage_run_node_agents() -> None:
     assert readers == USAGE_PLUGINS
     agents = {p.name: p.node_agents for p in load_policies(list(BUILTIN))}
     assert agents == {"kube-default": False, "loadaware": True, "loadaware-waterline": True,
-                      "loadaware-waterline-capped": True, "requests": False, "binpack": False}
+                      "loadaware-waterline-capped": True, "loadaware-waterline-strict": True, "requests": False,
+                      "binpack": False, "loadaware-rebalance": True}
     # A plugin Loadwise does not ship might read usage: agents run.
     custom = parse_conf({"actions": "allocate", "tiers": [{"plugins": [{"name": "somebody-elses"}]}]},
                         validate_plugins=False)
@@ -237,6 +238,7 @@ def _eager_waterline(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_same_seed_same_numbers() -> None:
     a, b = _small("loadaware-waterline"), _small("loadaware-waterline")
     assert np.array_equal(a.cpu_util, b.cpu_util) and np.array_equal(a.mem_util, b.mem_util)
@@ -249,6 +251,7 @@ def test_same_seed_same_numbers() -> None:
     assert ma == mb
 
 
+@pytest.mark.slow
 def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     eager = _eager_waterline(tmp_path)
     skipped = _small("loadaware-waterline", eager)

@@ -115,3 +115,21 @@ def test_invalid_state_and_text_output(tmp_path: Path, capsys: pytest.CaptureFix
     assert "pods[0].usage.cpu" in capsys.readouterr().err
     rc, text = _run(tmp_path, capsys, POLICY, STATE)
     assert rc == 0 and "evict batch/big grace=15s" in text and "throttle down batch/small/main quota -1 -> 40000" in text
+
+
+def test_pressure_in_the_state_drives_a_pressure_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = json.loads(json.dumps(POLICY))
+    policy["spec"]["objectiveEnsurances"] = [
+        {"name": "stall", "metricRule": {"name": "cpu_pressure_some", "value": "20"}, "restoreThreshold": 1,
+         "action": {"name": "throttle", "throttle": {"cpuThrottle": {"stepCPURatio": 20}}}}]
+    state = {**STATE, "ticks": [{"node": {"metrics": {"cpu_pressure_some": 35.5}}},
+                                {"node": {"metrics": {"cpu_pressure_some": 4.0}}}]}
+    rc, out = _run(tmp_path, capsys, policy, state, "-o", "json")
+    assert rc == 0
+    stalled, calm = out
+    assert stalled["triggered"] == ["colocation.stall"]
+    # Stall has no per-pod gap: every candidate is stepped down once (20 %), and back up once it restores.
+    assert sorted((a["pod"], a["direction"], a["cpuQuota"]) for a in stalled["actions"]) == [
+        ("batch/big", "down", 160_000), ("batch/small", "down", 40_000)]
+    assert calm["restored"] == ["colocation.stall"]
+    assert sorted((a["pod"], a["direction"]) for a in calm["actions"]) == [("batch/big", "up"), ("batch/small", "up")]

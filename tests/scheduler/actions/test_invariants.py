@@ -113,6 +113,7 @@ def _check(ssn: Session, sink: _Attributing, *, priority: bool) -> None:
         assert ok, f"{victim.key} (job prio {vjob.priority}, task prio {victim.priority}) evicted by equal or higher"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("conf_name", "seed"), [("helm", 20240607), ("full", 7)])
 def test_random_sessions_keep_gang_capacity_priority_and_safety_invariants(conf_name: str, seed: int) -> None:
     rng = random.Random(seed)

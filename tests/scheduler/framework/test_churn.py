@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -295,7 +296,7 @@ class Churn(RuleBasedStateMachine):
 
 Churn.TestCase.settings = settings(max_examples=100, stateful_step_count=50, deadline=None,
                                    suppress_health_check=[HealthCheck.too_slow])
-TestChurn = Churn.TestCase
+TestChurn = pytest.mark.slow(Churn.TestCase)
 
 
 def test_a_lost_bind_response_is_a_binding_not_a_failure() -> None:
