@@ -24,6 +24,7 @@ from typing import Any
 
 from agent.aggregate import AGGREGATIONS, COLD_START_FRACTION, SeriesWindows, row_means, summaries
 from agent.history import FloatArray, History, Ring, gather_windows
+from common import crdschema
 from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
@@ -51,6 +52,8 @@ __all__ = [
     "build_nodemetric_status",
     "nodemetric_object",
 ]
+
+NODEMETRIC_CRD = "slo.loadwise.io_nodemetrics.yaml"
 
 USAGE_WITHOUT_PAGE_CACHE = "usageWithoutPageCache"
 USAGE_WITH_PAGE_CACHE = "usageWithPageCache"
@@ -133,6 +136,10 @@ class MetricCollectPolicy:
             raise ConfigError(
                 f"{mem!r} is not one of {', '.join(MEMORY_POLICIES)}", field=f"{where}.nodeMemoryCollectPolicy", source=source
             )
+        try:  # then the NodeMetric CRD's own schema: a misspelt key is refused, not left at its default
+            crdschema.validate({"metricCollectPolicy": raw}, NODEMETRIC_CRD, ("spec",))
+        except ConfigError as exc:
+            raise ConfigError(exc.message, field=exc.field, source=source) from None
         return cls(agg, rep, durations, str(mem))
 
     def to_spec(self) -> dict[str, Any]:

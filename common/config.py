@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ConfigError", "load_document", "load_objects", "require", "integer"]
+__all__ = ["ConfigError", "load_document", "load_objects", "require", "integer", "flag"]
 
 
 class ConfigError(ValueError):
@@ -173,3 +173,15 @@ def integer(value: Any, *, field: str, source: str = "") -> int:
             isinstance(value, float) and not value.is_integer()):
         raise ConfigError(f"must be an integer, got {value!r}", field=field, source=source)
     return int(value)
+
+
+def flag(raw: Mapping[str, Any], key: str, default: bool, *, source: str = "") -> bool:
+    """``raw[key]`` as a configured boolean (``default`` when absent or null); anything but true or false is a
+    ConfigError naming ``key``: YAML's ``"yes"`` in quotes is a string, not a yes."""
+    v = raw.get(key, default)
+    if v is None:
+        return default
+    if not isinstance(v, bool):
+        raise ConfigError(f"must be true or false, got {v!r}", field=key, source=source)
+    return v
+

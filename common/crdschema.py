@@ -55,10 +55,14 @@ def crd_schema(filename: str) -> dict[str, Any]:
 
 
 @cache
-def _validator(filename: str) -> jsonschema.Draft202012Validator:
-    schema = closed(crd_schema(filename))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+def _validator(filename: str, part: tuple[str, ...] = ()) -> jsonschema.Draft202012Validator:
+    """A validator for the CRD's schema, or for the property at ``part`` (``("spec",)``: the spec alone)."""
+    schema: Any = crd_schema(filename)
+    for name in part:
+        schema = schema["properties"][name]
+    checked = closed(schema)
+    jsonschema.Draft202012Validator.check_schema(checked)
+    return jsonschema.Draft202012Validator(checked)
 
 
 def field_path(parts: Iterable[str | int]) -> str:
@@ -84,9 +88,11 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
     return field_path(path), error.message
 
 
-def validate(obj: Mapping[str, Any], filename: str) -> None:
-    """Raise a ConfigError naming the field of the first place ``obj`` breaks the CRD's schema."""
-    error = jsonschema.exceptions.best_match(_validator(filename).iter_errors(obj))
+def validate(obj: Any, filename: str, part: tuple[str, ...] = ()) -> None:
+    """Raise a ConfigError naming the field of the first place ``obj`` breaks the CRD's schema (or the part of it
+    at ``part``, the field then named from there: ``spec.metricCollectPolicy...``)."""
+    error = jsonschema.exceptions.best_match(_validator(filename, part).iter_errors(obj))
     if error is not None:
         where, message = _describe(error)
-        raise ConfigError(message, field=where)
+        prefix = ".".join(part)
+        raise ConfigError(message, field=f"{prefix}.{where}" if prefix and where else prefix or where)

@@ -11,7 +11,7 @@ from common.clock import FakeClock, SystemClock, parse_rfc3339
 from common.config import ConfigError, load_objects
 from loadwise.output import add_output_flag
 from scheduler.conf import default_conf, load_conf
-from scheduler.explain import adopt_pods, explain
+from scheduler.explain import adopt_pods, explain, unready_nodes
 from scheduler.explain_table import render_table
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 
@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"loadwise explain: {exc}", file=sys.stderr)
         return 2
-    report = explain(snapshot, conf, clock=clock, scheduler_name=args.scheduler_name, seed=args.seed)
+    report = explain(snapshot, conf, clock=clock, scheduler_name=args.scheduler_name, seed=args.seed,
+                     notes=unready_nodes(objects))
     if args.output == "json":
         print(json.dumps(report, indent=2))
     else:

@@ -15,21 +15,24 @@ import sys
 
 from common.clock import parse_rfc3339
 from common.config import ConfigError, load_objects
+from loadwise.flags import add_scheduler_name_flag
+from loadwise.output import add_output_flag
 from rebalancer.args import load_rebalance_args
 from rebalancer.plan import Rebalancer
 from rebalancer.report import plan_json, render_plan
 from scheduler.conf import default_conf, load_conf
-from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
+from scheduler.framework.snapshot import Snapshot
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--snapshot", required=True, help="YAML/JSON List or multi-document stream of objects")
+    parser.add_argument("--snapshot", required=True, metavar="F",
+                        help="objects to plan on: a YAML/JSON List or multi-document stream; - reads stdin")
     parser.add_argument("--config", required=True, help="rebalancer arguments (LowNodeLoad names)")
     parser.add_argument("--scheduler-conf", help="the scheduler's conf (Volcano format); the built-in default when "
                                                  "omitted")
     parser.add_argument("--now", help="RFC 3339 time of the round; default: the newest NodeMetric updateTime")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME)
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_scheduler_name_flag(parser, "rebalance")
+    add_output_flag(parser)
 
 
 def _now(snapshot: Snapshot, text: str | None) -> float:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import signal
-import socket
 import sys
 import threading
 
@@ -15,11 +13,11 @@ from common.clock import SystemClock
 from common.cluster import Cluster
 from common.config import ConfigError
 from loadwise.argtypes import port, positive_float
+from loadwise.flags import add_kubeconfig_flag, add_lease_flags, add_scheduler_name_flag, lease_config
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
-from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME
-from scheduler.leader import LeaderElector, LeaseConfig
+from scheduler.leader import LeaderElector
 from scheduler.server import BackgroundServer, make_app
 
 log = logging.getLogger("loadwise.scheduler")
@@ -27,14 +25,11 @@ DEFAULT_PORT = 10259
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", metavar="F",
-                        help="kubeconfig file (default: $KUBECONFIG, then the pod's service account, then "
-                             "~/.kube/config)")
+    add_kubeconfig_flag(parser)
     parser.add_argument("--memory", action="store_true", help="run against an empty embedded in-memory cluster")
     parser.add_argument("--config", metavar="F",
                         help="scheduler conf file (hot reloaded); the built-in default when omitted")
-    parser.add_argument("--scheduler-name", default=DEFAULT_SCHEDULER_NAME, metavar="NAME",
-                        help="schedule the pods whose spec.schedulerName is NAME (default %(default)s)")
+    add_scheduler_name_flag(parser, "schedule")
     parser.add_argument("--schedule-period", type=positive_float, default=1.0, metavar="SECONDS",
                         help="seconds from the start of one scheduling session to the next (default %(default)s)")
     parser.add_argument("--percentage-nodes-to-find", type=int, default=100,
@@ -49,23 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="address for /metrics, /healthz, /readyz (default %(default)s)")
     parser.add_argument("--port", type=port, default=DEFAULT_PORT, metavar="N",
                         help="port for /metrics, /healthz, /readyz (default %(default)s)")
-    lease = parser.add_argument_group("leader election (a coordination.k8s.io Lease, as kube-scheduler)")
-    lease.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
-                       help="only the holder of the Lease schedules, so replicas can run for availability "
-                            "(default on; --no-leader-elect for a single replica)")
-    lease.add_argument("--lease-name", default="loadwise-scheduler", metavar="NAME",
-                       help="the Lease's name (default %(default)s)")
-    lease.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "loadwise-system"),
-                       metavar="NAMESPACE", help="the Lease's namespace (default: $POD_NAMESPACE, else loadwise-system)")
-    lease.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(), metavar="ID",
-                       help="this replica's holder identity (default: $POD_NAME, else the host name)")
-    lease.add_argument("--lease-duration", type=positive_float, default=15.0, metavar="SECONDS",
-                       help="how long followers wait after the last renewal before taking over (default %(default)s)")
-    lease.add_argument("--renew-deadline", type=positive_float, default=10.0, metavar="SECONDS",
-                       help="how long the leader keeps trying to renew before it stops scheduling "
-                            "(default %(default)s)")
-    lease.add_argument("--retry-period", type=positive_float, default=2.0, metavar="SECONDS",
-                       help="time between attempts to acquire or renew (default %(default)s)")
+    add_lease_flags(parser, "loadwise-scheduler")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,9 +61,7 @@ def run(args: argparse.Namespace) -> int:
             cluster = load_cluster(args.kubeconfig)
         sampling = NodeSampling(args.percentage_nodes_to_find, args.minimum_feasible_nodes,
                                 args.minimum_percentage_nodes_to_find)
-        lease = LeaseConfig(name=args.lease_name, namespace=args.lease_namespace, identity=args.identity,
-                            lease_duration=args.lease_duration, renew_deadline=args.renew_deadline,
-                            retry_period=args.retry_period)
+        lease = lease_config(args)
     except (ConfigError, ValueError) as exc:
         print(f"loadwise scheduler: {exc}", file=sys.stderr)
         return 2

@@ -149,7 +149,7 @@ def _simulate(args: argparse.Namespace, policies: list[Any], workloads: dict[int
 
 def _document(workloads: dict[int, Any], options: Any, policies: list[Any], records: dict[int, list[Any]],
               results: dict[int, list[Any]], extra: dict[str, Any]) -> dict[str, Any]:
-    """The ``--json`` / results.json document: one seed's as ever plus ``summary``; for several seeds, the
+    """The ``-o json`` / results.json document: one seed's as ever plus ``summary``; for several seeds, the
     summary with every seed's document under ``runs``."""
     from dataclasses import replace
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.config import ConfigError, integer
+from common.config import ConfigError, flag, integer
 from common.duration import parse_duration
 from common.resources import CPU, MEMORY
 from common.selectors import LabelSelector, SelectorError
@@ -116,12 +116,7 @@ def _pair(raw: Mapping[str, Any], low_key: str, high_key: str, source: str,
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
-    v = raw.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, bool):
-        raise ConfigError(f"must be true or false, got {v!r}", field=key, source=source)
-    return v
+    return flag(raw, key, default, source=source)
 
 
 def _count(raw: Mapping[str, Any], key: str, default: int, source: str, minimum: int = 0) -> int:

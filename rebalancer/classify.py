@@ -18,6 +18,8 @@ from common.resources import Resources
 
 from .args import RebalanceArgs
 
+PROD = PriorityClass.PROD.value
+
 __all__ = ["NodeClass", "NodeLoad", "Thresholds", "classify", "node_loads", "over_high", "thresholds"]
 
 
@@ -68,11 +70,12 @@ def node_loads(nodes: Iterable[NodeView], metrics: Mapping[str, NodeMetricView],
         if nm is None:
             out.append(NodeLoad(node, Resources(), Resources(), False))
             continue
-        prod = Resources()
+        prod: dict[str, int] = {}
         for pm in nm.pods:
-            if pm.priority == PriorityClass.PROD.value:
-                prod = prod + pm.usage
-        out.append(NodeLoad(node, nm.node_usage, prod, fresh))
+            if pm.priority == PROD:
+                for r, v in pm.usage.items():
+                    prod[r] = prod.get(r, 0) + v
+        out.append(NodeLoad(node, nm.node_usage, Resources(prod), fresh))
     return out
 
 

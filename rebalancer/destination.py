@@ -27,7 +27,7 @@ from scheduler.framework.snapshot import Snapshot
 
 from .classify import NodeLoad, Thresholds, over_high
 
-__all__ = ["Proof", "Probe", "prove", "pending_copy"]
+__all__ = ["Proof", "Probe", "prove", "pending_copy", "closed_to"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ def _stays_cool(load: NodeLoad, probe: Probe, usage: Resources, prod: bool) -> b
     return not over_high(load, probe.thresholds, after, prod_after)
 
 
-def _closed(probe: Probe, source: str, usage: Resources, prod: bool) -> set[str]:
+def closed_to(probe: Probe, source: str, usage: Resources, prod: bool) -> set[str]:
     """The nodes the pod may not go to: see the module docstring.  A node takes at most one moved pod per round:
     each proof then holds whatever order the next session places the replacements in, since no later move of the
     round adds load to a destination an earlier proof counted on."""
@@ -112,7 +112,7 @@ def _node(node: NodeView, probe: Probe, closed: set[str]) -> NodeView:
 def prove(probe: Probe, pod: PodView, usage: Resources, source: str, now: float) -> Proof:
     """Where the scheduler would place ``pod`` (reported ``usage``) if it left ``source``."""
     prod = pod.priority_class == PriorityClass.PROD
-    closed = _closed(probe, source, usage, prod)
+    closed = closed_to(probe, source, usage, prod)
     if len(closed) >= len(probe.snapshot.nodes):
         return Proof(None, "no node other than the source stays below its high thresholds with the pod")
     pending = pending_copy(pod, probe.scheduler_name, now)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from common.objects import PodView
 from common.qos import PriorityClass
-from common.reservation import Reservation, active, parse_reservations, workload_of
+from common.reservation import RESERVATIONS_ANNOTATION, Reservation, active, parse_reservations, workload_of
 from common.resources import Resources
 from scheduler.conf import SchedulerConf
 from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
@@ -23,7 +23,7 @@ from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from .anomaly import AnomalyDetector
 from .args import RebalanceArgs
 from .classify import NodeClass, NodeLoad, Thresholds, classify, node_loads, over_high, thresholds
-from .destination import Probe, Proof, prove
+from .destination import Probe, Proof, closed_to, prove
 from .rank import Candidate, rank, removable
 
 __all__ = ["Move", "Skip", "NodeReport", "Plan", "Rebalancer"]
@@ -152,7 +152,8 @@ class Rebalancer:
             plan.note = "no node confirmed hot"
             return plan
         closed = frozenset(n for n, k in classes.items() if k in (NodeClass.HIGH, NodeClass.STALE))
-        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now)) for n in snapshot.nodes}
+        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
+                    for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
         rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,
                                  reserved))
         by_node: dict[str, list[PodView]] = {}
@@ -180,6 +181,8 @@ class Rebalancer:
         try:
             entries = active(parse_reservations(annotations, node=node), now)
         except ValueError:
+            return []
+        if not entries:
             return []
         arrived = {(workload_of(p), p.creation_time or 0.0) for p in snapshot.pods if p.node_name == node}
         return [r for r in entries if not any(w == r.workload and t >= r.since for w, t in arrived)]
@@ -245,7 +248,7 @@ class Rebalancer:
         if args.node_fit:
             proof = prove(probe, c.pod, c.usage, source.name, now)
         else:
-            proof = _coolest(probe, source.name)
+            proof = _coolest(probe, c, source.name)
         if proof.destination is None:
             plan.skipped.append(Skip(c.key, source.name, f"no destination: {proof.why}"))
             return None
@@ -264,10 +267,11 @@ class Rebalancer:
         return move
 
 
-def _coolest(probe: Probe, source: str) -> Proof:
-    """With ``nodeFit: false``: the open node of least usage, without asking the scheduler (Koordinator's behaviour
-    when the fit check is off)."""
-    open_loads = [ld for n, ld in probe.loads.items() if n != source and n not in probe.closed]
+def _coolest(probe: Probe, c: Candidate, source: str) -> Proof:
+    """With ``nodeFit: false``: the open node of least usage, without asking the scheduler whether the pod fits
+    there (Koordinator's behaviour when the fit check is off); it still stays below its high thresholds."""
+    closed = closed_to(probe, source, c.usage, c.pod.priority_class == PriorityClass.PROD)
+    open_loads = [ld for n, ld in probe.loads.items() if n not in closed]
     if not open_loads:
         return Proof(None, "no node below its high thresholds")
     best = min(open_loads, key=lambda ld: sum(ld.percent(r) for r in probe.thresholds.high))

@@ -15,6 +15,7 @@ from typing import Any
 from common.clock import Clock, parse_rfc3339
 from common.cluster import Cluster, Informer, WatchEvent
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
+from common.waterline import WaterlinePolicy
 from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
 
 __all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
@@ -27,6 +28,14 @@ log = logging.getLogger(__name__)
 ASSUME_TTL_SECONDS = math.inf
 WATCHED_KINDS = ("Node", "Pod", "NodeMetric", "PodGroup", "Queue", "PriorityClass", "WaterlinePolicy")
 
+
+def _valid_policy(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy object, once it parses: an invalid one is skipped with its field named (a ConfigError is a
+    ValueError), as an invalid Pod or Node is, instead of being dropped silently by the plugin."""
+    WaterlinePolicy.parse(obj)
+    return dict(obj)
+
+
 _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "Node": NodeView.parse,
     "Pod": PodView.parse,
@@ -34,9 +43,10 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "PodGroup": PodGroupView.parse,
     "Queue": QueueView.parse,
     "PriorityClass": PriorityClassView.parse,
-    # kept raw: the loadaware plugin validates and applies them per node (invalid ones are skipped, as the agent does)
-    "WaterlinePolicy": dict,
+    # checked as the agent checks them (the CRD's schema and more), then kept raw for the loadaware plugin
+    "WaterlinePolicy": _valid_policy,
 }
+
 
 
 def _key(obj: Mapping[str, Any]) -> str:

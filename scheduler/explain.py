@@ -8,7 +8,7 @@ were not considered, and a pod that is a group of one is never described in gang
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from common.clock import Clock
@@ -24,7 +24,7 @@ from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from scheduler.plugins.loadaware import WATERLINE_POLICIES_KEY
 from scheduler.writeback import pending_message, podgroup_status
 
-__all__ = ["explain", "adopt_pods", "not_considered"]
+__all__ = ["explain", "adopt_pods", "not_considered", "unready_nodes"]
 
 
 class _Recorder:
@@ -71,6 +71,20 @@ def not_considered(snapshot: Snapshot, scheduler_name: str) -> list[dict[str, st
     return sorted(out, key=lambda p: p["pod"])
 
 
+def unready_nodes(objects: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Warnings for the Nodes a session leaves out because their Ready condition is not True."""
+    out = []
+    for obj in objects:
+        if obj.get("kind") != "Node":
+            continue
+        ready = [c for c in (obj.get("status") or {}).get("conditions") or []
+                 if isinstance(c, Mapping) and c.get("type") == "Ready"]
+        if ready and ready[-1].get("status") != "True":
+            name = (obj.get("metadata") or {}).get("name", "?")
+            out.append(f"Node {name}: not considered: its Ready condition is {ready[-1].get('status')!r}")
+    return out
+
+
 def _policy_warnings(snapshot: Snapshot) -> list[str]:
     """WaterlinePolicies in the snapshot the load-aware plugin skips (invalid) or accepts with a remark."""
     out: list[str] = []
@@ -87,9 +101,10 @@ def _policy_warnings(snapshot: Snapshot) -> list[str]:
 
 
 def explain(snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, scheduler_name: str = DEFAULT_SCHEDULER_NAME,
-            seed: int = 0) -> dict[str, Any]:
+            seed: int = 0, notes: Sequence[str] = ()) -> dict[str, Any]:
     """Run one session and report it: placements, evictions, PodGroup phases, per pending pod its verdict, per-node
-    filter results, scores and their numbers, the nodes' load-aware inputs, pods not considered, warnings."""
+    filter results, scores and their numbers, the nodes' load-aware inputs, pods not considered, warnings (``notes``
+    first: what the caller found while reading the snapshot)."""
     sink = _Recorder()
     ssn = Session(snapshot, conf, clock=clock, sink=sink, scheduler_name=scheduler_name, seed=seed, explain=True,
                   uid="explain")
@@ -109,7 +124,7 @@ def explain(snapshot: Snapshot, conf: SchedulerConf, *, clock: Clock, scheduler_
     return {"placements": {k: sink.binds.get(k) for k in sorted(pods)}, "evictions": list(sink.evictions),
             "podGroupPhases": dict(sorted(phases.items())), "pods": dict(sorted(pods.items())),
             "nodes": nodes, "notConsidered": not_considered(snapshot, scheduler_name),
-            "warnings": warnings + _policy_warnings(snapshot)}
+            "warnings": [*notes, *warnings, *_policy_warnings(snapshot)]}
 
 
 def _pod_report(ssn: Session, job: JobInfo, task: TaskInfo, sink: _Recorder,

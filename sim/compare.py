@@ -134,7 +134,7 @@ def summary(
     records: Sequence[RunRecord] = (),
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``--json`` document: what was run, the definitions, every policy's measures, and the comparison."""
+    """The ``-o json`` document: what was run, the definitions, every policy's measures, and the comparison."""
     reasons = {r.policy: dict(r.unschedulable_reasons) for r in records}
     phases = {r.policy: dict(r.phase_seconds) for r in records}
     return {

@@ -19,7 +19,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from common.clock import Clock
 from common.cluster.memory import MemoryCluster
@@ -28,6 +30,7 @@ from rebalancer.daemon import RebalancerDaemon
 from rebalancer.plan import Move, Rebalancer
 from scheduler.cache import SchedulerCache
 from scheduler.conf import SchedulerConf
+from scheduler.framework.snapshot import Snapshot
 
 __all__ = ["RebalanceTally", "SimRebalancer", "REPEAT_WINDOW_SECONDS"]
 
@@ -57,17 +60,27 @@ class RebalanceTally:
                 "round_seconds_total": round(sum(self.round_seconds), 3)}
 
 
+def _snapshots(cluster: MemoryCluster, clock: Clock, scheduler: Any) -> Callable[[], Snapshot]:
+    """Snapshots from the production scheduler's informer cache when the simulation runs one (the same objects,
+    parsed once for both), else from a cache of the rebalancer's own."""
+    cache = getattr(scheduler, "cache", None)
+    if isinstance(cache, SchedulerCache):
+        scheduler.start()
+        return cache.snapshot
+    own = SchedulerCache(cluster, clock)
+    own.start()
+    return own.snapshot
+
+
 class SimRebalancer:
     def __init__(self, cluster: MemoryCluster, clock: Clock, conf: SchedulerConf, args: RebalanceArgs, *,
-                 tick_seconds: float) -> None:
+                 tick_seconds: float, scheduler: Any = None) -> None:
         self.interval = max(args.interval_seconds, tick_seconds)
         # observations one round apart must chain, whatever the simulated step
         anomaly = dataclasses.replace(args.anomaly_condition,
                                       timeout=max(args.anomaly_condition.timeout, self.interval))
-        self.cache = SchedulerCache(cluster, clock)
-        self.cache.start()
         self.daemon = RebalancerDaemon(cluster, Rebalancer(dataclasses.replace(args, anomaly_condition=anomaly), conf),
-                                       clock, self.cache.snapshot)
+                                       clock, _snapshots(cluster, clock, scheduler))
         self.tally = RebalanceTally()
         self._next = -math.inf
         self._moves: dict[str, Move] = {}  # pod key -> this round's accepted move

@@ -275,7 +275,7 @@ class Simulation:
             from sim.rebalance import SimRebalancer
 
             self.rebalancer = SimRebalancer(self.cluster, self.clock, policy.conf, policy.rebalance,
-                                            tick_seconds=options.tick_seconds)
+                                            tick_seconds=options.tick_seconds, scheduler=self.scheduler)
         self._pending: dict[str, _Pod] = {}
         self._running: dict[str, _Pod] = {}
         self._by_uid: dict[str, _Pod] = {}

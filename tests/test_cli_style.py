@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
@@ -45,10 +49,6 @@ def test_no_command_prints_usage_and_exits_2(capsys: pytest.CaptureFixture[str])
     assert err.startswith("usage: loadwise") and "a command is required" in err
 
 
-def _record(logger: logging.Logger, caplog_text: list[str]) -> None:
-    logger.info("action %s", {"pod": "default/web", "cpu": 1})
-
-
 @pytest.mark.parametrize("fmt", ["logfmt", "json"])
 def test_structured_logs(fmt: str, capsys: pytest.CaptureFixture[str]) -> None:
     setup_logging("info", fmt)
@@ -79,3 +79,41 @@ def test_counters_have_no_created_series(capsys: pytest.CaptureFixture[str]) -> 
     Counter("loadwise_test_total", "a counter", registry=registry).inc()
     text = generate_latest(registry).decode()
     assert "loadwise_test_total 1.0" in text and "_created" not in text
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``loadwise explain ... | head -1``: no BrokenPipeError traceback once the reader has gone."""
+    import yaml
+
+    from tests.scheduler.factories import node, pod
+
+    root = Path(__file__).resolve().parents[1]
+    snapshot = tmp_path / "snap.yaml"  # enough pods that the report outgrows the pipe's buffer
+    snapshot.write_text(yaml.safe_dump_all([node("a"), node("b"), *(pod(f"p{i}", cpu="10m") for i in range(150))]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "loadwise", "explain", "--snapshot", str(snapshot), "-o", "json"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away after one line, as head does
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert proc.returncode in (0, 141)
+
+
+def test_credentials_follow_kubectls_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from common.cluster.kube import IN_CLUSTER, credentials_source
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert credentials_source(None) == ""
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("{}")
+    assert credentials_source(None) == str(tmp_path / ".kube" / "config")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    assert credentials_source(None) == IN_CLUSTER
+    monkeypatch.setenv("KUBECONFIG", "/a:/b")
+    assert credentials_source(None) == "/a:/b"
+    assert credentials_source("/flag") == "/flag"

@@ -78,7 +78,7 @@ class Preempt:
         if not mask.any():
             return False
         totals = score_nodes(ssn, task, mask)
-        order = sorted(np.flatnonzero(mask).tolist(), key=lambda i: -int(totals[i]))
+        order = sorted(np.flatnonzero(mask).tolist(), key=lambda i: -float(totals[i]))
         for i in order:
             node = ssn.nodes[i]
             preemptees = [t for t in node.tasks.values() if accept(t)]

@@ -68,6 +68,9 @@ class NodeArrays:
         self.task_count = np.zeros(n, dtype=np.int64)
         # every row changed by add/remove, in order: lets row-local computations redo only those rows
         self.changes: list[int] = []
+        # columns the fit check skips: extended resources NodeResourcesFit is told to ignore (ignoredResources,
+        # ignoredResourceGroups), which something else (an extender, a device plugin's own scheduler) accounts
+        self.fit_ignored: npt.NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         return int(self.allocatable.shape[0])
@@ -152,14 +155,17 @@ class NodeArrays:
     def fits(self, vec: IntArray, free: IntArray) -> npt.NDArray[np.bool_]:
         """``vec <= free`` on every column the task requests (a zero request never fails, even on negative idle)."""
         need = vec > 0
+        if self.fit_ignored is not None:
+            need &= ~self.fit_ignored
         if not need.any():
             return np.ones(free.shape[0], dtype=np.bool_)
         out: npt.NDArray[np.bool_] = np.asarray((free[:, need] >= vec[need]).all(axis=1))
         return out
 
     def first_insufficient(self, vec: IntArray, free_row: IntArray) -> str:
+        skip = self.fit_ignored
         for j, c in enumerate(self.columns):
-            if vec[j] > 0 and free_row[j] < vec[j]:
+            if vec[j] > 0 and free_row[j] < vec[j] and (skip is None or not skip[j]):
                 return c
         return ""
 
@@ -197,7 +203,10 @@ class RowCache:
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
         elif hit.seen < len(log):
-            rows = np.unique(np.asarray(log[hit.seen:], dtype=np.int64))
+            changed = log[hit.seen:]
+            # a few changes (the placements since this signature's last pod) sort faster in Python than in NumPy
+            rows = (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 64
+                    else np.unique(np.asarray(changed, dtype=np.int64)))
             hit.value[rows] = compute(rows)
             hit.seen = len(log)
         entries[key] = hit   # most recently used last

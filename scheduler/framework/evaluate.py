@@ -22,6 +22,7 @@ __all__ = ["Evaluation", "evaluate_nodes", "score_nodes", "select_best", "pre_pr
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 RESOURCE_PLUGIN = "noderesources"
 SAMPLING_PLUGIN = "nodesToFind"  # the explanation's key for a node a limited search did not reach
 
@@ -158,17 +159,18 @@ def _record(ssn: Session, task: TaskInfo) -> ExplainRecord:
     return ssn.explain.setdefault(task.key, ExplainRecord())
 
 
-def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> IntArray:
-    """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md §2.6)."""
+def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
+    """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md
+    §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated."""
     n = len(ssn.nodes)
-    total = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
     explain = ssn.explain is not None
-    parts: list[tuple[str, IntArray]] = []
+    parts: list[tuple[str, FloatArray]] = []
     # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
     ssn.score_mask = mask
     try:
         for plugin, fn in ssn.enabled("vector_score"):
-            s = np.asarray(fn(task), dtype=np.int64)
+            s = np.asarray(fn(task), dtype=np.float64)
             total += s
             if explain:
                 parts.append((plugin, s))
@@ -178,9 +180,9 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> IntArray:
     if scalar:
         idx = np.flatnonzero(mask).tolist()
         for plugin, fn in scalar:
-            s = np.zeros(n, dtype=np.int64)
+            s = np.zeros(n, dtype=np.float64)
             for i in idx:
-                s[i] = int(fn(task, ssn.nodes[i]))
+                s[i] = float(fn(task, ssn.nodes[i]))
             total += s
             if explain:
                 parts.append((plugin, s))
@@ -189,9 +191,14 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> IntArray:
         rec.scores, rec.total = {}, {}
         for i in np.flatnonzero(mask).tolist():
             name = ssn.nodes[i].name
-            rec.scores[name] = {plugin: int(s[i]) for plugin, s in parts}
-            rec.total[name] = int(total[i])
+            rec.scores[name] = {plugin: _number(float(s[i])) for plugin, s in parts}
+            rec.total[name] = _number(float(total[i]))
     return total
+
+
+def _number(value: float) -> float:
+    """A score for the explanation: an integral score as an int, a fractional one to 6 decimals."""
+    return int(value) if value.is_integer() else round(value, 6)
 
 
 def select_best(ssn: Session, task: TaskInfo, mask: BoolArray) -> NodeInfo | None:

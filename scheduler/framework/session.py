@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 ABSTAIN, PERMIT, REJECT = 0, 1, -1
 T = TypeVar("T")
 IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 class SessionSink(Protocol):
@@ -71,8 +72,8 @@ class ExplainRecord:
 
     node: str | None = None
     filter: dict[str, dict[str, str]] = field(default_factory=dict)
-    scores: dict[str, dict[str, int]] = field(default_factory=dict)
-    total: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    total: dict[str, float] = field(default_factory=dict)
     message: str = ""
 
 
@@ -235,8 +236,9 @@ class Session:
     def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
         self._add("node_order", plugin, fn)
 
-    def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray]) -> None:
-        """A score for every node, already normalised and weighted as it should enter the sum."""
+    def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray | FloatArray]) -> None:
+        """A score for every node, already normalised and weighted as it should enter the sum: integers (kube's
+        scorers) or floats (Volcano's node-order scores, summed as floats)."""
         self._add("vector_score", plugin, fn)
 
     def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, Mapping[str, float]], str | None]) -> None:

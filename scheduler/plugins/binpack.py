@@ -25,7 +25,7 @@ __all__ = ["NAME", "Binpack"]
 NAME = "binpack"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
 ARGUMENTS: tuple[str, ...] = ("binpack.weight", "binpack.cpu", "binpack.memory", "binpack.resources")
-IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 class Binpack:
@@ -40,10 +40,10 @@ class Binpack:
             return
         arr = ssn.arrays
 
-        def score(task: TaskInfo) -> IntArray:
-            raw = binpack_formula(task.resreq, arr.columns, arr.allocatable, arr.used, self.weights)
-            out: IntArray = np.trunc(raw).astype(np.int64) * self.weight
-            return out
+        def score(task: TaskInfo) -> FloatArray:
+            # Volcano's node-order scores are float64: 50.5 stays 50.5
+            out: FloatArray = binpack_formula(task.resreq, arr.columns, arr.allocatable, arr.used, self.weights)
+            return out * self.weight
 
         ssn.add_vector_score_fn(NAME, score)
 

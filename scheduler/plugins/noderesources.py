@@ -19,7 +19,7 @@ from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
-from scheduler.scoring.fit import fit_filter
+from scheduler.scoring.fit import fit_filter, is_ignored
 from scheduler.scoring.inputs import scoring_inputs
 from scheduler.scoring.resource_fit import ScoringStrategy, parse_scoring_strategy, score_strategy
 
@@ -71,6 +71,10 @@ class NodeResources:
 
     def on_session_open(self, ssn: Session) -> None:
         arr = ssn.arrays
+        if self.ignored or self.ignored_groups:
+            # the session's own resource check (allocate, backfill, preempt) skips them too, as kube's Fit does
+            arr.fit_ignored = np.array([is_ignored(c, self.ignored, self.ignored_groups) for c in arr.columns],
+                                       dtype=np.bool_)
 
         def predicate(task: TaskInfo) -> FilterResult:
             requested = arr.allocatable - arr.future_idle()
@@ -91,7 +95,7 @@ class NodeResources:
         ssn.add_vector_score_fn(NAME, score)
 
     def on_session_close(self, ssn: Session) -> None:
-        return None
+        ssn.arrays.fit_ignored = None
 
 
 @register_plugin(NAME)

@@ -124,10 +124,10 @@ class Usage:
         def predicate(task: TaskInfo) -> FilterResult:
             return FilterResult(threshold[0], reasons)
 
-        def score(task: TaskInfo) -> IntArray:
+        def score(task: TaskInfo) -> FloatArray:
             u_cpu = composite_load(cpu_pct, cap_cpu, shadow_cpu)
             u_mem = composite_load(mem_pct, cap_mem, shadow_mem)
-            out: IntArray = np.trunc(usage_score(a, u_cpu, u_mem, ok)).astype(np.int64) * self.weight
+            out: FloatArray = usage_score(a, u_cpu, u_mem, ok) * self.weight  # float64, as Volcano's
             return out
 
         ssn.add_vector_predicate_fn(NAME, predicate)

@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from common.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, is_scalar_resource
 
-__all__ = ["TOO_MANY_PODS", "FitResult", "fit_filter", "fit_reasons_ref", "is_extended_resource"]
+__all__ = ["TOO_MANY_PODS", "FitResult", "fit_filter", "fit_reasons_ref", "is_extended_resource", "is_ignored"]
 
 TOO_MANY_PODS = "Too many pods"
 IntArray = npt.NDArray[np.int64]
@@ -26,7 +26,8 @@ def is_extended_resource(name: str) -> bool:
     return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
 
 
-def _ignored(name: str, ignored: Collection[str], groups: Collection[str]) -> bool:
+def is_ignored(name: str, ignored: Collection[str], groups: Collection[str]) -> bool:
+    """kube's Fit: only an extended resource can be ignored, by its name or by its domain (the group)."""
     return is_extended_resource(name) and (name in ignored or name.split("/", 1)[0] in groups)
 
 
@@ -68,7 +69,7 @@ def fit_filter(
     col = {c: j for j, c in enumerate(columns)}
     pods_alloc = allocatable[:, col[PODS]] if PODS in col else np.zeros(n, dtype=np.int64)
     too_many = pod_count + 1 > pods_alloc
-    wanted = [r for r, v in pod_request.items() if v > 0 and r != PODS and not _ignored(r, ignored_resources,
+    wanted = [r for r, v in pod_request.items() if v > 0 and r != PODS and not is_ignored(r, ignored_resources,
                                                                                         ignored_groups)]
     checked = tuple(_order(wanted))
     insufficient = np.zeros((n, len(checked)), dtype=np.bool_)

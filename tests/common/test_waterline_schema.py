@@ -95,3 +95,16 @@ def test_crane_rule_names_are_accepted() -> None:
 def test_execute_excess_is_exact() -> None:
     doc = replaced(example(), ("spec", "executeExcess"), "12.5%")
     assert WaterlinePolicy.parse(doc).execute_excess * 1000 == 125
+
+
+def test_the_agent_configs_collect_policy_is_checked_against_the_nodemetric_crd() -> None:
+    """The agent config's metricCollectPolicy has the NodeMetric spec's fields: the same schema checks both."""
+    from agent.config import AgentConfig
+
+    with pytest.raises(ConfigError) as err:
+        AgentConfig.from_mapping({"metricCollectPolicy": {"aggregateDurationSecond": 300}}, source="agent.yaml")
+    assert err.value.field == "metricCollectPolicy.aggregateDurationSecond"
+    assert str(err.value).startswith("agent.yaml: metricCollectPolicy.aggregateDurationSecond: unknown field")
+    with pytest.raises(ConfigError) as err:
+        AgentConfig.from_mapping({"metricCollectPolicy": {"nodeAggregatePolicy": {"durations": ["5 minutes"]}}})
+    assert err.value.field == "metricCollectPolicy.nodeAggregatePolicy.durations[0]"

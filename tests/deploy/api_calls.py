@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPONENT_SOURCES: dict[str, tuple[str, ...]] = {
     "agent": ("agent", "loadwise/cmd_agent.py", "loadwise/cmd_doctor.py"),
     "scheduler": ("scheduler", "loadwise/cmd_scheduler.py"),
+    # the rebalancer reads through the scheduler's informer cache and holds a Lease with the scheduler's elector
+    "rebalancer": ("rebalancer", "loadwise/cmd_rebalancer.py", "scheduler/cache.py", "scheduler/leader.py"),
 }
 
 # method -> (subresource, verbs); kind-less methods carry their own resource below

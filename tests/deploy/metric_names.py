@@ -1,6 +1,6 @@
 """Every Prometheus metric the code exports, read from the code: each ``prometheus_client`` constructor
 (``Gauge``, ``Counter``, ``Histogram``, ``Summary``, ``Info``, ``Enum`` and the ``*MetricFamily`` classes)
-in agent/, scheduler/, common/ and loadwise/, with its type, help text and label names.  A name passed
+in agent/, scheduler/, rebalancer/, common/ and loadwise/, with its type, help text and label names.  A name passed
 through a helper (``gauge("loadwise_…", …)``) is resolved from the helper's callers.
 
 Sample names follow prometheus_client: a counter ``x`` (or ``x_total``) is exposed as ``x_total``, a
@@ -18,7 +18,7 @@ from tests.deploy.api_calls import ROOT, _module, _strings
 
 __all__ = ["MetricFamily", "exported_families", "sample_names"]
 
-PACKAGES = ("agent", "scheduler", "common", "loadwise")
+PACKAGES = ("agent", "scheduler", "rebalancer", "common", "loadwise")
 _CTORS = {
     "Gauge": "gauge",
     "Counter": "counter",

@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from agent.doctor import AGENT_API_ACCESS
+from loadwise.cmd_rebalancer import DEFAULT_LEASE as REBALANCER_LEASE
 from scheduler.leader import LeaseConfig
 from tests.deploy.api_calls import GRANTED_TO_EVERYONE, ApiCall, Permission, scan
 from tests.deploy.kustomize import DEPLOY, build
 
 NAMESPACE = "loadwise-system"
-SERVICE_ACCOUNTS = {"agent": "loadwise-agent", "scheduler": "loadwise-scheduler"}
+SERVICE_ACCOUNTS = {"agent": "loadwise-agent", "scheduler": "loadwise-scheduler", "rebalancer": "loadwise-rebalancer"}
 # what only the enforce overlay grants the agent: waterline evictions and its node's taint and condition
 ENFORCE_ONLY = {
     Permission("", "pods/eviction", "create"),
@@ -75,7 +76,7 @@ def needed(component: str) -> set[Permission]:
     return {p for c in calls(component) for p in c.permissions()} - GRANTED_TO_EVERYONE
 
 
-@pytest.mark.parametrize("component", ["agent", "scheduler"])
+@pytest.mark.parametrize("component", ["agent", "scheduler", "rebalancer"])
 def test_every_call_site_is_understood(component: str) -> None:
     found = calls(component)
     unresolved = [f"{c.where}: {c.method}({c.unresolved})" for c in found if c.unresolved]
@@ -84,7 +85,8 @@ def test_every_call_site_is_understood(component: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("component", "overlay"), [("agent", "enforce"), ("scheduler", "enforce"), ("scheduler", "observe")]
+    ("component", "overlay"), [("agent", "enforce"), ("scheduler", "enforce"), ("scheduler", "observe"),
+                               ("rebalancer", "enforce"), ("rebalancer", "observe")]
 )
 def test_role_covers_every_call(component: str, overlay: str) -> None:
     have = granted(rendered(overlay), SERVICE_ACCOUNTS[component])
@@ -93,7 +95,8 @@ def test_role_covers_every_call(component: str, overlay: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("component", "overlay"), [("agent", "enforce"), ("agent", "observe"), ("scheduler", "enforce")]
+    ("component", "overlay"), [("agent", "enforce"), ("agent", "observe"), ("scheduler", "enforce"),
+                               ("rebalancer", "enforce")]
 )
 def test_role_grants_nothing_unused(component: str, overlay: str) -> None:
     unused = granted(rendered(overlay), SERVICE_ACCOUNTS[component]) - needed(component)
@@ -125,6 +128,7 @@ def test_no_wildcards_and_separate_accounts(overlay: str) -> None:
     }
     assert pods["loadwise-agent"]["serviceAccountName"] == "loadwise-agent"
     assert pods["loadwise-scheduler"]["serviceAccountName"] == "loadwise-scheduler"
+    assert pods["loadwise-rebalancer"]["serviceAccountName"] == "loadwise-rebalancer"
     # nothing broader than needed: no secrets, no cluster-admin style bindings
     assert all(
         o["roleRef"]["name"].startswith("loadwise-")
@@ -134,18 +138,20 @@ def test_no_wildcards_and_separate_accounts(overlay: str) -> None:
     assert not any("secrets" in r["resources"] for o in objects for r in o.get("rules") or [])
 
 
-def test_lease_rules_are_scoped_to_the_scheduler_lease() -> None:
+@pytest.mark.parametrize(("account", "lease"), [("loadwise-scheduler", LeaseConfig(identity="x").name),
+                                               ("loadwise-rebalancer", REBALANCER_LEASE)])
+def test_lease_rules_are_scoped_to_the_components_own_lease(account: str, lease: str) -> None:
     defaults = LeaseConfig(identity="x")
     assert defaults.namespace == NAMESPACE
     lease_rules = [
         (ns, r)
-        for ns, r in rules_for(rendered("enforce"), "loadwise-scheduler")
+        for ns, r in rules_for(rendered("enforce"), account)
         if "coordination.k8s.io" in r["apiGroups"]
     ]
     assert lease_rules and all(ns == NAMESPACE for ns, _ in lease_rules)  # a Role, not a ClusterRole
     for _, rule in lease_rules:
         if rule["verbs"] != ["create"]:  # create cannot be limited by name; everything else is
-            assert rule.get("resourceNames") == [defaults.name]
+            assert rule.get("resourceNames") == [lease]
 
 
 def test_a_call_the_role_lacks_is_caught() -> None:

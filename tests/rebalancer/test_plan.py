@@ -137,3 +137,15 @@ def test_stale_destination_is_never_chosen() -> None:
     plan = _plan(c)
     assert [m.destination for m in plan.moves] in ([], ["warm"])
     assert all(m.destination != "cool" for m in plan.moves)
+
+
+def test_without_nodefit_the_coolest_open_node_is_taken_unproven() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "warm"):
+        c.node(n)
+    c.pod("big", "hot", 5000, request="9")  # fits no other node by requests
+    c.pod("filler", "hot", 2000)
+    c.pod("w", "warm", 3000)
+    plan = _plan(c, nodeFit=False)
+    assert [(m.pod, m.destination) for m in plan.moves] == [("default/big", "cool")]
+    assert plan.checks == 1

@@ -184,3 +184,11 @@ def test_the_readme_quick_look_is_what_the_command_prints(capsys: pytest.Capture
     cut = shown.index("  ...")
     assert shown[:cut] == printed[:cut]
     assert shown[cut + 1:] == printed[len(printed) - len(shown) + cut + 1:]
+
+
+def test_a_node_that_is_not_ready_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objs = _objects()
+    objs[1]["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    report = json.loads(_explain(tmp_path, capsys, objs, "-o", "json")[1])
+    assert "Node cold: not considered: its Ready condition is 'Unknown'" in report["warnings"]
+    assert "cold" not in report["nodes"]

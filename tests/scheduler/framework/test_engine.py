@@ -158,3 +158,21 @@ def test_a_finished_session_is_freed_without_the_cycle_collector(monkeypatch: py
         gc.enable()
     assert sum(1 for v in res.placements.values() if v) == 3
     assert freed == [True, True]
+
+
+def test_an_invalid_waterline_policy_is_skipped_naming_its_field() -> None:
+    """The scheduler's watch checks a WaterlinePolicy as the agent does (the CRD's schema): an invalid one is
+    skipped and reported with its field, not silently ignored by the load-aware plugin."""
+    policy = {"apiVersion": "qos.loadwise.io/v1alpha1", "kind": "WaterlinePolicy", "metadata": {"name": "wl"},
+              "spec": {"objectiveEnsurances": [{"name": "cpu", "metricRule": {"name": "cpu_total_usage", "value": "1"},
+                                                "action": {"name": "evict", "eviction": {}}}],
+                       "podQOS": [{"scopeSelector": {"matchExpressions": [
+                           {"scopeName": "QoSClass", "operator": "In", "values": ["BestEffort"]}]},
+                           "allowedActions": ["evict"]}]}}
+    cluster = _cluster(node("a", cpu="4"), pod("ok", cpu="1"))
+    cluster.create("WaterlinePolicy", policy)
+    sched = Scheduler(cluster, conf(CONF), clock=FakeClock(T0 + 60))
+    assert sched.run_once().placements == {"default/ok": "a"}
+    assert sched.cache.parse_errors["WaterlinePolicy wl"] == (
+        "spec.podQOS[0].scopeSelector.matchExpressions[0].scopeName: 'QoSClass' is not one of "
+        "['QOSClass', 'Priority', 'Namespace']")

@@ -82,4 +82,4 @@ def test_risk_factor_on_loaded_nodes() -> None:
     ssn, _ = run(objs, conf("usage"), explain=True)
     # a is at 70 % >= risk_threshold 0.6, so its shadow is request x 0.7 x 1.2: U = 0.826 / 0.784 -> 97.5;
     # b (50 %) gets no risk factor: U = 0.605 / 0.57 -> 206.25
-    assert scores(ssn, "default/p", "usage") == {"a": 97, "b": 206}
+    assert scores(ssn, "default/p", "usage") == {"a": 97.5, "b": 206.25}
