@@ -361,6 +361,7 @@ class Agent:
             history_bytes=history_bytes,
             history_series=history_series,
             pressure=tick.pressure,
+            pressure_rates=tick.pressure_rates,
         )
 
 

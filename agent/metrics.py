@@ -57,6 +57,7 @@ class UsageView:
     history_series: int = 0
     extra: dict[str, float] = field(default_factory=dict)
     pressure: Mapping[str, Pressure] = field(default_factory=dict)
+    pressure_rates: Mapping[tuple[str, str], float] = field(default_factory=dict)  # (resource, kind) -> fraction
 
 
 class _UsageCollector(Collector):
@@ -151,10 +152,17 @@ def _pressure_families(node: str, v: UsageView) -> Iterator[Metric]:
         "Cumulative time tasks stalled on the resource (the pressure file's total)",
         labels=["node", "resource", "kind"],
     )
+    interval = GaugeMetricFamily(
+        "loadwise_agent_node_pressure_stalled_interval_ratio",
+        "Fraction of the last collection interval tasks stalled on the resource (the rate of the total)",
+        labels=["node", "resource", "kind"],
+    )
     for resource, kind, line in _lines(v.pressure):
         for window, avg in (("10s", line.avg10), ("60s", line.avg60), ("300s", line.avg300)):
             ratio.add_metric([node, resource, kind, window], avg / 100)
         total.add_metric([node, resource, kind], line.total_us / 1e6)
+    for (resource, kind), rate in sorted(v.pressure_rates.items()):
+        interval.add_metric([node, resource, kind], rate)
     pod_total = CounterMetricFamily(
         "loadwise_agent_pod_pressure_stalled_seconds",
         "Cumulative time the pod's tasks stalled on the resource (cgroup v2 <resource>.pressure total)",
@@ -164,6 +172,7 @@ def _pressure_families(node: str, v: UsageView) -> Iterator[Metric]:
         for resource, kind, line in _lines(row.pressure or {}):
             pod_total.add_metric([node, row.namespace, row.pod, resource, kind], line.total_us / 1e6)
     yield ratio
+    yield interval
     yield total
     yield pod_total
 

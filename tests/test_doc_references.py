@@ -28,7 +28,7 @@ SECTION = r"§\s*[\w.]+"
 SECTIONS = re.compile(SECTION + r"(?:\s*(?:,|and|[-–/])\s*§?[\w.]+|\s+step\s+\d+)*")
 REPO_DOC = re.compile(r"(?<![\w/.-])(docs/[\w/.-]+\.md)")
 MD_LINK = re.compile(r"\]\(([\w./-]+\.md)(?:#[\w-]*)?\)")
-MD_BARE = re.compile(r"(?<![\w/.-])([\w-]+\.md)(?=\s*§)")
+MD_BARE = re.compile(r"(?<![\w/.-])([\w-]+\.md)(?=[ \t]*\n?[ \t]*§)")
 HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)[.\s]", re.MULTILINE)
 
 
@@ -59,38 +59,47 @@ def _section_numbers(expr: str) -> list[str]:
     return out
 
 
-def _check(doc: Path, rest: str, where: str) -> list[str]:
+# between a document and its section: spaces, a line break, and a comment's leading "#" on the next line
+GAP = re.compile(r"[ \t]*(?:\n[ \t]*#?[ \t]*)?")
+
+
+def _sections_after(text: str, pos: int) -> re.Match[str] | None:
+    gap = GAP.match(text, pos)
+    return SECTIONS.match(text, gap.end() if gap else pos)
+
+
+def _check(doc: Path, text: str, pos: int, where: str) -> list[str]:
+    """The document exists, and so does every section cited right after ``pos``."""
     if not doc.is_file():
         return [f"{where}: {doc.relative_to(ROOT) if doc.is_relative_to(ROOT) else doc} does not exist"]
-    m = re.match(r"\s*(" + SECTIONS.pattern + ")", rest)
+    m = _sections_after(text, pos)
     if not m:
         return []
-    missing = [n for n in _section_numbers(m.group(1)) if n not in _sections(doc)]
+    missing = [n for n in _section_numbers(m.group(0)) if n not in _sections(doc)]
     return [f"{where}: {doc.relative_to(ROOT)} has no section §{n}" for n in missing]
 
 
 def problems_in(text: str, name: str, suffix: str, folder: Path) -> list[str]:
     """Every dangling or outside reference in one file's text, as ``name:line: what``; ``folder`` resolves the
-    relative links of a Markdown file."""
-    out: list[str] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        where = f"{name}:{lineno}"
-        out += [f"{where}: cites {m.group(0)}, which is not in the repository" for m in OUTSIDE.finditer(line)]
-        covered: list[tuple[int, int]] = []
-        for m in REPO_DOC.finditer(line):
-            out += _check(ROOT / m.group(1), line[m.end():], where)
-            gap = len(line[m.end():]) - len(line[m.end():].lstrip())
-            sections = SECTIONS.match(line, m.end() + gap)
-            covered.append((m.start(), sections.end() if sections else m.end()))
-        if suffix == ".md":
-            for m in MD_LINK.finditer(line):
-                if not m.group(1).startswith("docs/"):
-                    out += _check((folder / m.group(1)).resolve(), line[m.end():], where)
-            for m in MD_BARE.finditer(line):
-                out += _check((folder / m.group(1)).resolve(), line[m.end():], where)
-        elif suffix in CODE_SUFFIXES:
-            out += [f"{where}: '§' names no document (write the docs/... file it refers to)"
-                    for m in re.finditer("§", line) if not any(a <= m.start() < b for a, b in covered)]
+    relative links of a Markdown file.  A reference may wrap: the section can start the next line."""
+    def where(pos: int) -> str:
+        return f"{name}:{text.count(chr(10), 0, pos) + 1}"
+
+    out = [f"{where(m.start())}: cites {m.group(0)}, which is not in the repository" for m in OUTSIDE.finditer(text)]
+    covered: list[tuple[int, int]] = []
+    for m in REPO_DOC.finditer(text):
+        out += _check(ROOT / m.group(1), text, m.end(), where(m.start()))
+        sections = _sections_after(text, m.end())
+        covered.append((m.start(), sections.end() if sections else m.end()))
+    if suffix == ".md":
+        for m in MD_LINK.finditer(text):
+            if not m.group(1).startswith("docs/"):
+                out += _check((folder / m.group(1)).resolve(), text, m.end(), where(m.start()))
+        for m in MD_BARE.finditer(text):
+            out += _check((folder / m.group(1)).resolve(), text, m.end(), where(m.start()))
+    elif suffix in CODE_SUFFIXES:
+        out += [f"{where(m.start())}: '§' names no document (write the docs/... file it refers to)"
+                for m in re.finditer("§", text) if not any(a <= m.start() < b for a, b in covered)]
     return out
 
 
@@ -118,6 +127,11 @@ def test_the_checker_catches_markdown_links() -> None:
     text = "See [x](loadaware.md) §99 and [y](missing.md), and waterline.md §77.\n"
     found = problems_in(text, "probe.md", ".md", ROOT / "docs" / "design")
     assert len(found) == 3, found
+
+
+def test_a_reference_may_wrap_to_the_next_line() -> None:
+    assert problems_in('"""the sum (docs/design/scheduler.md\n    §2.6), in float64"""\n', "probe.py", ".py", ROOT) == []
+    assert problems_in("# see docs/design/scheduler.md\n# §99.1 for that\n", "probe.py", ".py", ROOT) != []
 
 
 def test_the_checker_accepts_what_exists() -> None:

@@ -203,7 +203,10 @@ class RowCache:
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
         elif hit.seen < len(log):
-            rows = np.unique(np.asarray(log[hit.seen:], dtype=np.int64))
+            changed = log[hit.seen:]
+            # a few changes (the placements since this signature's last pod) sort faster in Python than in NumPy
+            rows = (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 64
+                    else np.unique(np.asarray(changed, dtype=np.int64)))
             hit.value[rows] = compute(rows)
             hit.seen = len(log)
         entries[key] = hit   # most recently used last

@@ -60,6 +60,22 @@ def _same(a: Sequence[object], b: Sequence[object]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
+def _read_alike(a: AssignedPod, b: AssignedPod, m: MetricLoad) -> bool:
+    """Whether a node's rows read entry ``a`` as they read ``b`` under metric ``m``: the same pod, estimate and
+    priority, with dates on the same sides of what the rows compare them with (the metric's update time, and that
+    time less its reporting interval)."""
+    if a is b:
+        return True
+    if a.key != b.key or a.estimate != b.estimate or a.is_prod != b.is_prod:
+        return False
+    update = m.update
+    if update is None:
+        return True
+    recent = update - m.interval
+    return (a.timestamp > recent) == (b.timestamp > recent) and (
+        (a.deadline is not None and a.deadline > update) == (b.deadline is not None and b.deadline > update))
+
+
 class LoadAwareMemo:
     """One per scheduler and load-aware arguments; :meth:`of` starts afresh when the arguments change."""
 
@@ -133,11 +149,18 @@ class LoadAwareMemo:
 
     def node_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile,
                   pods: tuple[AssignedPod, ...]) -> NodeRows | None:
-        """The rows kept for ``node`` if they were computed from these very objects."""
+        """The rows kept for ``node`` if they were computed from these very objects, or from entries of the same
+        pods that the rows read alike (entries dated anew with the session's time, :func:`_read_alike`)."""
         hit = self._rows.get(node)
-        if hit is not None and hit.metric is metric and hit.profile is profile and _same(hit.pods, pods):
+        if hit is None or hit.metric is not metric or hit.profile is not profile or len(hit.pods) != len(pods):
+            return None
+        if _same(hit.pods, pods):
             return hit.rows
-        return None
+        m = self.metric(metric)
+        if not all(_read_alike(a, b, m) for a, b in zip(hit.pods, pods, strict=True)):
+            return None
+        self._rows[node] = _RowsEntry(metric, profile, pods, hit.rows)
+        return hit.rows
 
     def keep_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, pods: tuple[AssignedPod, ...],
                   rows: NodeRows) -> NodeRows:

@@ -83,25 +83,33 @@ def ports_conflict(wanted: Iterable[HostPort], used: Iterable[HostPort]) -> bool
 
 
 class _Collector:
-    """Per-node reasons in check order; a node stops collecting after a status that aborts (not Unschedulable)."""
+    """Per-node reasons in check order; a node stops collecting after a status that aborts (not Unschedulable).
+    Only the failing masks are kept as the checks run: a node's reasons are made when asked for (the message of
+    a pod that fails, ``explain``), not for every failing node of every pod."""
 
     def __init__(self, n: int) -> None:
-        self.reasons: dict[int, list[tuple[Code, str]]] = {}
-        self.stopped = np.zeros(n, dtype=np.bool_)
+        self.steps: list[tuple[BoolArray, FilterResult | tuple[Code, str]]] = []
         self.failed = np.zeros(n, dtype=np.bool_)
 
     def add(self, failing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
         if not failing.any():
             return
-        for i in np.flatnonzero(failing & ~self.stopped).tolist():
-            found = [result] if isinstance(result, tuple) else (result.reasons.get(i) or [result.default])
-            self.reasons.setdefault(i, []).extend(found)
-            if any(code is not Code.UNSCHEDULABLE for code, _ in found):
-                self.stopped[i] = True
+        self.steps.append((failing, result))
         self.failed |= failing
 
+    def reasons(self, i: int) -> list[tuple[Code, str]]:
+        out: list[tuple[Code, str]] = []
+        for failing, result in self.steps:
+            if not failing[i]:
+                continue
+            found = [result] if isinstance(result, tuple) else (result.reasons.get(i) or [result.default])
+            out.extend(found)
+            if any(code is not Code.UNSCHEDULABLE for code, _ in found):
+                break
+        return out
+
     def result(self) -> FilterResult:
-        return FilterResult(~self.failed, self.reasons)
+        return FilterResult(~self.failed, lazy=self.reasons)
 
 
 class Predicates:

@@ -93,6 +93,8 @@ def test_a_real_v2_pod_cgroup_reports_its_pressure_through_the_agent() -> None:
         assert f'loadwise_agent_pod_pressure_stalled_seconds_total{{kind="some",namespace="",node="psi",pod="{uid}",' \
                'resource="cpu"}' in text
         assert 'loadwise_agent_node_pressure_stalled_ratio{kind="some",node="psi",resource="io",window="60s"}' in text
+        assert 'loadwise_agent_node_pressure_stalled_interval_ratio{kind="some",node="psi",resource="cpu"}' in text
+        assert tick.pressure_rates[("cpu", "some")] >= 0
         ext = agent.nodemetric()["status"]["nodeMetric"]["extensions"]["pressure"]
         assert set(ext) == {"cpu", "memory", "io"} and set(ext["cpu"]["some"]) == {"avg10", "avg60", "avg300",
                                                                                    "totalSeconds"}

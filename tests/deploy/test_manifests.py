@@ -280,7 +280,7 @@ def test_agent_daemonset(overlay: str) -> None:
     assert mounts["host-cgroup"]["readOnly"] is (overlay == "observe")  # cgroup writable only in enforce
     assert cfg["waterline"]["dryRun"] is (overlay == "observe")
     req, lim = c["resources"]["requests"], c["resources"]["limits"]
-    assert (req["cpu"], req["memory"], lim["cpu"], lim["memory"]) == ("25m", "64Mi", "200m", "192Mi")
+    assert (req["cpu"], req["memory"], lim["cpu"], lim["memory"]) == ("25m", "96Mi", "200m", "192Mi")
 
 
 def test_overlays_differ_only_where_intended() -> None:

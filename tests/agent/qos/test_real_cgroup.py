@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent.qos.actuate import Actuation, CgroupQuotaWriter, RecordingActuators, read_cpu_quota
+from agent.qos.actuate import Actuation, CgroupQuotaWriter, RecordingActuators, read_cpu_quota, write_cpu_quota
 from agent.qos.policy import PolicyStore
 from agent.qos.runtime import WaterlineRuntime
 from agent.qos.state import ContainerState, NodeState, PodState
@@ -222,3 +222,32 @@ def test_throttle_settles_on_the_waterline_and_lifts_when_the_load_stops(cgroup:
             break
     assert read_cpu_quota(h.cpu_dir)[0] == -1, f"quota not lifted back: {[w[1] for w in writer.writes]}"
     print(f"baseline {baseline}m, converging {converge}, steady {steady}, writes {[w[1] for w in writer.writes]}")
+
+
+def test_cpu_max_holds_a_burner_on_a_real_cgroup_v2() -> None:
+    """``cpu.max`` written by the actuator on the cgroup2 mount, with a burner inside, read back and obeyed."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create cgroups")
+    controllers = (V2 / "cgroup.controllers").read_text().split() if (V2 / "cgroup.controllers").exists() else None
+    if controllers is None:
+        pytest.skip(f"no cgroup2 mount at {V2}")
+    if "cpu" not in controllers:
+        pytest.skip(f"this machine's kernel offers no cpu controller on the cgroup2 mount at {V2} (cgroup.controllers:"
+                    f" {' '.join(controllers)!r}; it is bound to the v1 hierarchy), so there is no cpu.max to write")
+    group = V2 / f"loadwise-cpumax-test-{os.getpid()}"
+    (V2 / "cgroup.subtree_control").write_text("+cpu")
+    group.mkdir()
+    h = Hierarchy(group, group, True, [group])
+    try:
+        write_cpu_quota(group, 20_000, 100_000)  # 200 millicores
+        assert read_cpu_quota(group) == (20_000, 100_000)
+        h.burn()
+        assert _measure(h, 2.0) <= 230
+        write_cpu_quota(group, -1, 100_000)
+        assert read_cpu_quota(group) == (-1, 100_000)
+    finally:
+        for p in h.procs:
+            p.kill()
+            p.wait()
+        time.sleep(0.05)
+        group.rmdir()

@@ -172,13 +172,15 @@ def test_memoised_state_equals_a_fresh_one_as_time_passes(raw_args: dict[str, An
                 "requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}}]},
             "status": {"phase": "Running", "conditions": conds}}))
     # reported usage for some pods, at times the session's clock passes
-    reported = [{"namespace": "d", "name": f"p{j}", "usage": {"resources": {"cpu": "500m", "memory": "512Mi"}}}
+    reported = [{"namespace": "d", "name": f"p{j}", "podUsage": {"resources": {"cpu": "500m", "memory": "512Mi"}}}
                 for j in range(0, 9, 2)]
-    metrics = {f"n{i}": metric(f"n{i}", cpu_milli=1000 * (i + 1), memory=GI, update=1000.0, pods=reported)
-               for i in range(3)}
+    # updated at 1000, 1100 and 1200: the sessions' clock passes each, less the reporting interval, and the
+    # estimation deadlines counted from it
+    metrics = {f"n{i}": metric(f"n{i}", cpu_milli=1000 * (i + 1), memory=GI, update=1000.0 + 100 * i,
+                               pods=reported) for i in range(3)}
     by_node = [[p for p in pods if p.node_name == n.name] for n in nodes]
     memo = SessionMemo()
-    for now in (1000.0, 1001.0, 1001.0, 1030.0, 1045.0, 1100.0, 1200.0):
+    for now in (1000.0, 1001.0, 1001.0, 1030.0, 1045.0, 1070.0, 1100.0, 1130.0, 1150.0, 1170.0, 1200.0, 1250.0):
         memo.rotate()
         kept = open_state(args, nodes, pods, metrics, now, None, LoadAwareMemo.of(memo, args), by_node)
         fresh = open_state(args, nodes, pods, metrics, now)
