@@ -13,7 +13,8 @@ $(STAMP): pyproject.toml deploy/images/requirements.lock
 	$(BIN)/python -m pip install --quiet -e '.[test]' -c deploy/images/requirements.lock
 	touch $(STAMP)
 
-# The simulator's comparison with its defaults (<60 s on 2 cores); the HTML report lands in sim-out/.
+# The simulator's comparison with its defaults (its run time: README, "Run time"); the HTML
+# report lands in sim-out/
 demo: $(STAMP)
 	$(BIN)/loadwise sim --out sim-out
 

@@ -20,8 +20,8 @@ from common.config import ConfigError
 from loadwise.argtypes import non_negative_int, positive_float, positive_int
 from loadwise.output import add_output_flag
 
-# Defaults sized to finish in under a minute on 2 idle cores: 100 nodes over a whole day from midnight (services
-# peak around 14:00), in steps of a minute - the NodeMetric report interval, so each agent reports once a step.
+# Defaults: 100 nodes over a whole day from midnight (services peak around 14:00), in steps of a minute - the
+# NodeMetric report interval, so each agent reports once a step (its run time: README, "Run time").
 DEFAULT_NODES = 100
 DEFAULT_HOURS = 24.0
 DEFAULT_START_HOUR = 0.0
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w = parser.add_argument_group("workload")
     w.add_argument("--nodes", type=positive_int, default=DEFAULT_NODES, help="cluster size (default %(default)s)")
     w.add_argument("--hours", type=positive_float, default=DEFAULT_HOURS,
-                   help="simulated time (default %(default)s: a whole day, under a minute at 100 nodes on 2 cores)")
+                   help="simulated time (default %(default)s: a whole day)")
     w.add_argument("--seed", type=int, default=1, help="workload and usage-noise seed (default %(default)s)")
     w.add_argument("--seeds", metavar="LIST",
                    help="several seeds, e.g. 1-5 or 1,3,7: every policy runs on each seed's workload and the table "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sim.model import DAY_SECONDS, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
+from sim.model import DAY_SECONDS, GroupSpec, NodeSpec, PodKind, PodSpec, UsageProfile, Workload
 from sim.synthetic import BATCH_PRIORITY, FREE_PRIORITY, NODE_TYPES, PROD_PRIORITY, SyntheticConfig, generate
 from sim.usage import UsageModel
 
@@ -149,3 +149,20 @@ def test_replayed_shape_wraps_and_follows_the_grid() -> None:
     idx = np.array([0])
     assert [float(model.shape_factor(idx, t)[0]) for t in (0, 59, 60, 119, 120)] == [0.5, 0.5, 1.5, 1.5, 0.5]
     assert DAY_SECONDS == 86_400
+
+
+def test_a_window_keeps_what_runs_at_its_start_and_shifts_what_comes_later() -> None:
+    prof = UsageProfile(cpu_base_milli=100.0)
+    pods = (
+        PodSpec("done", PodKind.BATCH, 0.0, 100.0, 100, 0, prof),  # finished before the window
+        PodSpec("mid", PodKind.BATCH, 50.0, 300.0, 100, 0, prof, group="g"),  # running at 200: 150 s left
+        PodSpec("svc", PodKind.SERVICE, 60.0, None, 100, 0, prof),  # runs forever
+        PodSpec("later", PodKind.BEST_EFFORT, 250.0, 30.0, 0, 0, prof),  # arrives 50 s into the window
+        PodSpec("after", PodKind.BEST_EFFORT, 400.0, 30.0, 0, 0, prof),  # arrives at the window's end
+    )
+    w = Workload("w", (NodeSpec("n", 1000, 1 << 30),), pods, groups=(GroupSpec("g", 1), GroupSpec("gone", 1)))
+    cut = w.window(200.0, 400.0)
+    assert [(p.name, p.arrival, p.duration) for p in cut.pods] == [
+        ("mid", 0.0, 150.0), ("svc", 0.0, None), ("later", 50.0, 30.0)]
+    assert [g.name for g in cut.groups] == ["g"]
+    assert cut.name == "w from 0.0555556 h" and w.window(0.0, 400.0).name == "w"
