@@ -61,7 +61,7 @@ def _row(nodes: int, seed: int, base: Measures, reb: Measures, rec: RunRecord) -
         else 0.0,
         "other_evictions_base": base.evictions, "other_evictions_rebalance": reb.evictions - reb.evictions_rebalancer,
         "unproven": reb.rebalance_unproven, "moved_twice_within_hour": reb.rebalance_moved_twice_within_hour,
-        "pending_base": base.pods_pending, "pending_rebalance": reb.pods_pending,
+        "pending_base": base.pods_pending_end, "pending_rebalance": reb.pods_pending_end,
         "lost_pod_hours": reb.rebalance_lost_pod_hours,
         "landed": {k: tally.get(f"landed_{k}", 0) for k in ("on_destination", "on_source", "elsewhere")},
         "destination_checks": tally.get("destination_checks", 0),

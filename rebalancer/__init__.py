@@ -3,4 +3,5 @@
 Koordinator's LowNodeLoad semantics (``args``, ``classify``, ``anomaly``, ``rank``), a destination proof by the
 scheduler's own session (``destination``), one pure round (``plan``) and the adapters that evict and report
 (``daemon``).  It imports ``common`` and ``scheduler``; only the simulator and the command line import it.
+How and why: docs/design/rebalance.md.
 """

@@ -4,9 +4,10 @@ For one candidate the probe is a copy of the scheduling snapshot in which the ca
 scheduler), the pods already planned to move this round are gone from their sources and reserved on their
 destinations exactly as the reservation annotations will say, and every node that may not receive the pod is
 closed (unschedulable): the source, stale and hot nodes, the nodes another move of the round goes to, and any
-node that the reserved usage plus the pod's own reported usage would lift above a high threshold.  One ``explain`` session then runs over the probe: the scheduler
-sees what its next session will see once the evictions are done.  The node it binds the pod to is the expected
-destination; if it binds nowhere, the pod stays.
+node that the reserved usage plus the pod's own reported usage would lift above a high threshold.  One
+``explain`` session then runs over the probe: the scheduler sees what its next session will see once the
+evictions are done.  The node it binds the pod to is the expected destination; if it binds nowhere, the pod stays
+(docs/design/rebalance.md §3).
 """
 
 from __future__ import annotations

@@ -13,11 +13,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from common.config import ConfigError, load_document
+
+if TYPE_CHECKING:
+    from scheduler.framework.plugin import PluginBuilder
 
 __all__ = ["PluginOption", "Tier", "SchedulerConf", "parse_conf", "load_conf", "DEFAULT_CONF_YAML", "default_conf",
            "ConfHolder", "FLAG_KEYS"]
@@ -122,14 +125,23 @@ def _plugin(raw: Any, where: str, source: str, *, from_file: bool) -> PluginOpti
 def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, validate_plugins: bool = True
                ) -> SchedulerConf:
     """Validate and build a conf from its parsed YAML document."""
-    from scheduler.framework.plugin import Arguments, actions, plugin_builders
-
     if not isinstance(doc, Mapping):
         raise _fail("the scheduler conf must be a mapping", "", source)
     unknown_top = sorted(set(doc) - {"actions", "tiers", "configurations", "metrics"})
     if unknown_top:
         raise _fail(f"unknown key {unknown_top[0]!r}", unknown_top[0], source)
-    raw_actions = doc.get("actions", "")
+    names = _action_names(doc.get("actions", ""), source)
+    tiers, warnings = _tiers(doc.get("tiers") or [], source, from_file=from_file, validate_plugins=validate_plugins)
+    configurations = _configurations(doc.get("configurations") or [], source)
+    for w in warnings:
+        log.warning("%s: %s", source, w)
+    return SchedulerConf(tuple(names), tuple(tiers), configurations, source, tuple(warnings))
+
+
+def _action_names(raw_actions: Any, source: str) -> list[str]:
+    """The ``actions`` entry (a comma-separated string or a list) as names, each one a registered action."""
+    from scheduler.framework.plugin import actions
+
     if isinstance(raw_actions, str):
         names = [a.strip() for a in raw_actions.split(",") if a.strip()]
     elif isinstance(raw_actions, Sequence):
@@ -140,7 +152,14 @@ def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, vali
     for a in names:
         if a not in known_actions:
             raise _fail(f"unknown action {a!r} (known: {', '.join(sorted(known_actions))})", "actions", source)
-    raw_tiers = doc.get("tiers") or []
+    return names
+
+
+def _tiers(raw_tiers: Any, source: str, *, from_file: bool, validate_plugins: bool) -> tuple[list[Tier], list[str]]:
+    """The ``tiers`` entry as tiers, with a warning for each unknown plugin (skipped, as Volcano does); with
+    ``validate_plugins`` each known plugin is built once so that bad arguments are refused here."""
+    from scheduler.framework.plugin import plugin_builders
+
     if not isinstance(raw_tiers, Sequence) or isinstance(raw_tiers, str):
         raise _fail("must be a list of tiers", "tiers", source)
     tiers: list[Tier] = []
@@ -157,20 +176,31 @@ def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, vali
             if builder is None:
                 warnings.append(f"{where}: unknown plugin {opt.name!r} is skipped")
             elif validate_plugins:
-                try:
-                    builder(Arguments(opt.arguments, weight=opt.weight))
-                except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
-                    raise _fail(str(exc), f"{where}.arguments", source) from exc
+                _check_arguments(builder, opt, where, source)
             plugins.append(opt)
         tiers.append(Tier(tuple(plugins)))
     for tier in tiers:
         names_in_tier = {p.name for p in tier.plugins}
         if "proportion" in names_in_tier and any(p.name == "drf" and p.hierarchy for p in tier.plugins):
             raise _fail("drf with enableHierarchy cannot be combined with proportion", "tiers", source)
-    configurations: dict[str, dict[str, Any]] = {}
-    raw_confs = doc.get("configurations") or []
+    return tiers, warnings
+
+
+def _check_arguments(builder: PluginBuilder, opt: PluginOption, where: str, source: str) -> None:
+    """Builds the plugin once from ``opt``; an error it raises on its arguments becomes a ConfigError naming them."""
+    from scheduler.framework.plugin import Arguments
+
+    try:
+        builder(Arguments(opt.arguments, weight=opt.weight))
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        raise _fail(str(exc), f"{where}.arguments", source) from exc
+
+
+def _configurations(raw_confs: Any, source: str) -> dict[str, dict[str, Any]]:
+    """The ``configurations`` entry: each action's arguments by action name."""
     if not isinstance(raw_confs, Sequence) or isinstance(raw_confs, str):
         raise _fail("must be a list of {name, arguments}", "configurations", source)
+    configurations: dict[str, dict[str, Any]] = {}
     for k, entry in enumerate(raw_confs):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
             raise _fail("each entry needs a name", f"configurations[{k}]", source)
@@ -178,9 +208,7 @@ def parse_conf(doc: Any, *, source: str = "<conf>", from_file: bool = True, vali
         if not isinstance(args, Mapping):
             raise _fail("arguments must be a mapping", f"configurations[{k}].arguments", source)
         configurations[entry["name"]] = dict(args)
-    for w in warnings:
-        log.warning("%s: %s", source, w)
-    return SchedulerConf(tuple(names), tuple(tiers), configurations, source, tuple(warnings))
+    return configurations
 
 
 def load_conf(path: str | os.PathLike[str]) -> SchedulerConf:

@@ -11,7 +11,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from common.objects import NodeView, PodGroupView
+from common.objects import NodeView, PodGroupView, PodView
 from common.resources import Resources
 
 from .api import JobInfo, NodeInfo, QueueInfo, SingleJob, TaskInfo, TaskStatus, untouch
@@ -83,7 +83,23 @@ def _allocatable(memo: SessionMemo, snap: Snapshot, columns: Sequence[str]) -> I
 def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_name: str) -> SessionState:
     """The session's tasks, jobs, nodes and queues for ``snap``; with ``renewing``, the previous session's task,
     job and node objects are made anew in place (only the session holding the memo's claim may ask for that)."""
-    epoch = memo.epoch
+    columns, found = _columns(snap, memo)
+    arrays = NodeArrays(columns, _allocatable(memo, snap, columns))
+    nodes = _node_infos(snap.nodes, arrays, memo, renewing)
+    node_by_name = {n.name: n for n in nodes}
+    queues = _queue_infos(snap)
+    jobs: dict[str, JobInfo] = {}
+    for pg in snap.podgroups.values():
+        jobs[pg.key] = _podgroup_job(pg, snap, memo, renewing)
+    tasks = _TaskBuilder(snap, memo, arrays, node_by_name, jobs, renewing, scheduler_name).build(found)
+    missing_queue = _missing_queues(jobs, queues)
+    return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
+                        jobs, tasks, missing_queue)
+
+
+def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:
+    """The resource columns of the session and each pod's memo entry (None where it has none yet); the pod entries
+    and task vectors are dropped when the columns changed, since they are laid out on them."""
     names: set[str] = set()
     for n in snap.nodes:
         names.update(n.allocatable)
@@ -93,101 +109,144 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     for p, e in zip(pods, found, strict=True):
         names.update(p.requests if e is None else e.template.names)
     columns = resource_columns(names)
-    vectors = memo.table("session.vectors")
     if memo.value("session.columns") != columns:
         # task vectors are laid out on the columns: templates made for other columns are of no use
         pod_table.clear()
-        vectors.clear()
+        memo.table("session.vectors").clear()
         memo.set_value("session.columns", columns)
         found = [None] * len(pods)
-    arrays = NodeArrays(columns, _allocatable(memo, snap, columns))
-    nodes = _node_infos(snap.nodes, arrays, memo, renewing)
-    node_by_name = {n.name: n for n in nodes}
+    return columns, found
+
+
+def _queue_infos(snap: Snapshot) -> dict[str, QueueInfo]:
+    """The snapshot's queues, with the default queue added when the cluster has none of that name."""
     queues = {name: QueueInfo.from_view(q) for name, q in snap.queues.items()}
     if DEFAULT_QUEUE not in queues:
         queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE, 1, Resources(), Resources(), Resources(), True, 0, "",
                                           "Open", 0.0)
-    jobs: dict[str, JobInfo] = {}
-    tasks: dict[str, TaskInfo] = {}
+    return queues
+
+
+def _missing_queues(jobs: dict[str, JobInfo], queues: dict[str, QueueInfo]) -> dict[str, str]:
+    """Job uid -> queue name for the jobs whose queue does not exist, each marked with a fit error saying so."""
     missing_queue: dict[str, str] = {}
-    col = arrays.col
-    for pg in snap.podgroups.values():
-        jobs[pg.key] = _podgroup_job(pg, snap, memo, renewing)
-    # tasks on a node, added to the node arrays at once after the loop
-    rows: list[int] = []
-    packed: list[IntArray] = []
-    statuses: list[TaskStatus] = []
-    sched = scheduler_name
-    # job_priority(None, pod, snap) for groups of one, from the template's copy of its inputs
-    classes = snap.priority_classes
-    default_priority = snap.global_default_priority()
-    # the tasks of jobs made before their tasks (PodGroups), added to them at once after the loop
-    grouped: dict[str, list[TaskInfo]] = {}
-    for pod, e in zip(pods, found, strict=True):
-        if e is None:
-            e = pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, vectors)))
-        t = e.template
-        ours = t.scheduler_name == sched
-        terminal = t.terminal
-        if terminal and not ours:
-            continue
-        jid = t.job_id
-        # the previous session's objects for this pod, unless another task of this session already took them
-        old = renewing and e.epoch != epoch
-        job_arg = jid if ours else ""
-        prev = e.task if old else None
-        # the previous task is taken over as it is when nothing changed it (it was made from this very template
-        # and pod), else made anew in place
-        kept = prev is not None and getattr(prev, "_touched", True) is False and prev.job is job_arg
-        if kept and prev is not None:
-            task = prev
-        else:
-            task = t.task(pod, job_arg, prev)
-            if renewing:
-                untouch(task)   # as made: the next session may take it over as it is while nothing sets it
-        if renewing:
-            e.task, e.epoch = task, epoch
-        if ours:
-            job = jobs.get(jid)
-            if job is None and not t.grouped:
-                pc = classes.get(t.priority_class_name)
-                priority = pc.value if pc is not None else (
-                    t.spec_priority if t.spec_priority is not None else default_priority)
-                job = e.job if old else None
-                # likewise the group of one, when its task was taken over and nothing changed the job either
-                if not (kept and isinstance(job, SingleJob) and job.take_over(priority)):
-                    job = JobInfo.single(jid, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
-                                         task, job)
-                    if renewing and isinstance(job, SingleJob):
-                        untouch(job)
-                if renewing:
-                    e.job = job
-                jobs[jid] = job
-            elif job is not None:
-                members = grouped.get(jid)
-                if members is None:
-                    members = grouped[jid] = []
-                members.append(task)
-            if job is not None:
-                tasks[task.uid] = task
-            else:
-                task.job = ""
-        if task.node_name and not terminal:
-            node = node_by_name.get(task.node_name)
-            if node is not None:
-                node.tasks[task.uid] = task
-                rows.append(node.index)
-                packed.append(t.packed)
-                statuses.append(task.status)
-    arrays.add_many(rows, packed, statuses)
-    for jid, members in grouped.items():
-        jobs[jid].add_tasks(members)
     for job in list(jobs.values()):
         if job.queue not in queues:
             missing_queue[job.uid] = job.queue
             job.job_fit_error = f"queue {job.queue!r} of job {job.uid} does not exist"
-    return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
-                        jobs, tasks, missing_queue)
+    return missing_queue
+
+
+class _TaskBuilder:
+    """One pass over the snapshot's pods: each becomes a task (the previous session's, taken over or renewed in
+    place when ``renewing``), joins its job (a PodGroup's, or a group of one made here) and, when it runs on a
+    known node, that node; the node arrays and PodGroup jobs get their tasks at once at the end."""
+
+    def __init__(self, snap: Snapshot, memo: SessionMemo, arrays: NodeArrays, node_by_name: dict[str, NodeInfo],
+                 jobs: dict[str, JobInfo], renewing: bool, scheduler_name: str) -> None:
+        self.snap = snap
+        self.pod_table = memo.table("session.pod")
+        self.vectors = memo.table("session.vectors")
+        self.epoch = memo.epoch
+        self.arrays = arrays
+        self.node_by_name = node_by_name
+        self.jobs = jobs
+        self.renewing = renewing
+        self.sched = scheduler_name
+        # job_priority(None, pod, snap) for groups of one, from the template's copy of its inputs
+        self.classes = snap.priority_classes
+        self.default_priority = snap.global_default_priority()
+        self.tasks: dict[str, TaskInfo] = {}
+        # tasks on a node, added to the node arrays at once after the loop
+        self.rows: list[int] = []
+        self.packed: list[IntArray] = []
+        self.statuses: list[TaskStatus] = []
+        # the tasks of jobs made before their tasks (PodGroups), added to them at once after the loop
+        self.grouped: dict[str, list[TaskInfo]] = {}
+
+    def build(self, found: list[_PodEntry | None]) -> dict[str, TaskInfo]:
+        """The session's tasks by uid, for the snapshot's pods and their memo entries ``found``."""
+        col = self.arrays.col
+        for pod, e in zip(self.snap.pods, found, strict=True):
+            if e is None:
+                e = self.pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, self.vectors)))
+            self._add(pod, e)
+        self.arrays.add_many(self.rows, self.packed, self.statuses)
+        jobs = self.jobs
+        for jid, members in self.grouped.items():
+            jobs[jid].add_tasks(members)
+        return self.tasks
+
+    def _add(self, pod: PodView, e: _PodEntry) -> None:
+        t = e.template
+        ours = t.scheduler_name == self.sched
+        terminal = t.terminal
+        if terminal and not ours:
+            return
+        # the previous session's objects for this pod, unless another task of this session already took them
+        old = self.renewing and e.epoch != self.epoch
+        job_arg = t.job_id if ours else ""
+        task, kept = self._task(pod, e, job_arg, old)
+        if ours:
+            self._join_job(pod, e, task, kept, old)
+        if task.node_name and not terminal:
+            node = self.node_by_name.get(task.node_name)
+            if node is not None:
+                node.tasks[task.uid] = task
+                self.rows.append(node.index)
+                self.packed.append(t.packed)
+                self.statuses.append(task.status)
+
+    def _task(self, pod: PodView, e: _PodEntry, job_arg: str, old: bool) -> tuple[TaskInfo, bool]:
+        """The pod's task and whether it is the previous session's, taken over as it is: that happens when nothing
+        changed it (it was made from this very template and pod); otherwise it is made anew in place."""
+        prev = e.task if old else None
+        kept = prev is not None and getattr(prev, "_touched", True) is False and prev.job is job_arg
+        if kept and prev is not None:
+            task = prev
+        else:
+            task = e.template.task(pod, job_arg, prev)
+            if self.renewing:
+                untouch(task)   # as made: the next session may take it over as it is while nothing sets it
+        if self.renewing:
+            e.task, e.epoch = task, self.epoch
+        return task, kept
+
+    def _join_job(self, pod: PodView, e: _PodEntry, task: TaskInfo, kept: bool, old: bool) -> None:
+        """Puts this scheduler's task in its job: its PodGroup's (at the end), or a group of one made (or taken
+        over) here; a task whose PodGroup is missing belongs to no job and is not one of the session's tasks."""
+        t = e.template
+        jid = t.job_id
+        job = self.jobs.get(jid)
+        if job is None and not t.grouped:
+            job = self._single_job(pod, e, task, kept, old)
+        elif job is not None:
+            members = self.grouped.get(jid)
+            if members is None:
+                members = self.grouped[jid] = []
+            members.append(task)
+        if job is not None:
+            self.tasks[task.uid] = task
+        else:
+            task.job = ""
+
+    def _single_job(self, pod: PodView, e: _PodEntry, task: TaskInfo, kept: bool, old: bool) -> JobInfo:
+        """The group of one of a pod without a PodGroup, taken over when its task was and nothing changed the job
+        either, else made (anew in place when ``renewing``)."""
+        t = e.template
+        pc = self.classes.get(t.priority_class_name)
+        priority = pc.value if pc is not None else (
+            t.spec_priority if t.spec_priority is not None else self.default_priority)
+        job = e.job if old else None
+        if not (kept and isinstance(job, SingleJob) and job.take_over(priority)):
+            job = JobInfo.single(t.job_id, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
+                                 task, job)
+            if self.renewing and isinstance(job, SingleJob):
+                untouch(job)
+        if self.renewing:
+            e.job = job
+        self.jobs[t.job_id] = job
+        return job
 
 
 def _node_infos(views: Sequence[NodeView], arrays: NodeArrays, memo: SessionMemo, renewing: bool) -> list[NodeInfo]:

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..lenient import bool_arg, float_arg, int_arg
+
 if TYPE_CHECKING:
     from .session import Session
 
@@ -36,8 +38,8 @@ class Action(Protocol):
 
 
 class Arguments(Mapping[str, Any]):
-    """A plugin's ``arguments`` map plus its tier ``weight``, read leniently as Volcano does: a value of the wrong
-    type keeps the default."""
+    """A plugin's ``arguments`` map plus its tier ``weight``, read through the one lenient reader
+    (``scheduler.lenient``): a value of the wrong type keeps the default, as in Volcano."""
 
     def __init__(self, raw: Mapping[str, Any] | None = None, *, weight: int | None = None) -> None:
         self._raw: dict[str, Any] = dict(raw or {})
@@ -53,22 +55,13 @@ class Arguments(Mapping[str, Any]):
         return len(self._raw)
 
     def get_int(self, key: str, default: int) -> int:
-        v = self._raw.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else default
+        return int_arg(self._raw, key, default)
 
     def get_float(self, key: str, default: float) -> float:
-        v = self._raw.get(key)
-        if isinstance(v, bool):
-            return default
-        return float(v) if isinstance(v, int | float) else default
+        return float_arg(self._raw, key, default)
 
     def get_bool(self, key: str, default: bool) -> bool:
-        v = self._raw.get(key)
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str) and v.strip().lower() in ("true", "false", "1", "0", "t", "f"):
-            return v.strip().lower() in ("true", "1", "t")
-        return default
+        return bool_arg(self._raw, key, default)
 
     def score_weight(self, default: int = 1) -> int:
         return self.weight if self.weight is not None else default

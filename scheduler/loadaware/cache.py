@@ -381,6 +381,15 @@ def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, fl
                 score: tuple[str, float]) -> list[int]:
     """:func:`load_rows`' values for two resources, the sums of :func:`_sums` kept in locals (the common case:
     cpu and memory; this runs for every node whose NodeMetric or pods changed, every session)."""
+    prod0, prod1, nd0, nd1, ne0, ne1 = _sums2(m, pods)
+    plain0, plain1 = _existing2(m, plain, nd0, nd1, ne0, ne1)
+    score0, score1 = _existing2(m, score, nd0, nd1, ne0, ne1)
+    return [plain0, plain1, prod0, prod1, score0, score1]
+
+
+def _sums2(m: MetricLoad, pods: Iterable[AssignedPod]) -> tuple[int, int, int, int, int, int]:
+    """:func:`_sums` for two resources: the prod load (prod usage plus prod delta), the node delta and the node
+    estimate, each as two ints."""
     pu0, pu1 = m.base_prod_usage
     nd0 = nd1 = pd0 = pd1 = ne0 = ne1 = 0
     update = m.update
@@ -415,24 +424,25 @@ def _load_rows2(m: MetricLoad, pods: Iterable[AssignedPod], plain: tuple[str, fl
             elif estimate_it:
                 pd0 += d0
                 pd1 += d1
+    return pu0 + pd0, pu1 + pd1, nd0, nd1, ne0, ne1
+
+
+def _existing2(m: MetricLoad, aggregation: tuple[str, float], nd0: int, nd1: int, ne0: int,
+               ne1: int) -> tuple[int, int]:
+    """The existing load for two resources on ``aggregation`` (type and duration, or ``("", 0.0)`` for the plain
+    usage), from the node delta and node estimate of :func:`_sums2`."""
     usage = m.node_usage
-    out: list[int] = []
-    for agg_type, agg_duration in (plain, score):
-        if agg_type:
-            base = m.aggregate(agg_type, agg_duration)
-            if base is None and agg_duration == 0:
-                base = usage
-            if base is not None:
-                out += (base[0] + nd0, base[1] + nd1)
-            else:
-                out += (ne0, ne1)
-        elif usage is None:
-            out += (0, 0)
-        else:
-            out += (usage[0] + nd0, usage[1] + nd1)
-        if len(out) == 2:
-            out += (pu0 + pd0, pu1 + pd1)
-    return out
+    agg_type, agg_duration = aggregation
+    if agg_type:
+        base = m.aggregate(agg_type, agg_duration)
+        if base is None and agg_duration == 0:
+            base = usage
+        if base is not None:
+            return base[0] + nd0, base[1] + nd1
+        return ne0, ne1
+    if usage is None:
+        return 0, 0
+    return usage[0] + nd0, usage[1] + nd1
 
 
 def existing_load(load: NodeLoad, *, prod: bool, agg_type: str = "", agg_duration: float = 0.0) -> IntArray | None:

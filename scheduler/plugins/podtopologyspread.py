@@ -33,6 +33,7 @@ import numpy.typing as npt
 from common.objects import PodView
 from common.selectors import LabelSelector
 from scheduler.framework.api import TaskInfo, TaskStatus, on_node
+from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
@@ -88,6 +89,34 @@ class _NodeSeed:
         self.rows: list[int] = []
         self.with_affinity: list[tuple[str, _Placed]] = []
         self.with_host_ports: list[tuple[str, _Placed]] = []
+
+    def holds(self, index: int | None, pods: list[PodView]) -> bool:
+        """Whether this seed was made at node row ``index`` from the very same pod objects, in the same order."""
+        return self.index == index and len(self.pods) == len(pods) and all(map(is_, self.pods, pods))
+
+    def add(self, uid: str, placed: _Placed, affinity: bool, host_ports: bool) -> None:
+        self.placed.append((uid, placed))
+        if affinity:
+            self.with_affinity.append((uid, placed))
+        if host_ports:
+            self.with_host_ports.append((uid, placed))
+
+
+class _SameUid(Exception):
+    """A task uid met twice while seeding (not from a real cluster): the index is seeded again task by task."""
+
+
+def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStatus) -> tuple[_Placed, bool, bool]:
+    """The pod's placement record at node row ``idx`` (the memo's, while it still says the same node and the same
+    terminating state) and whether the pod has pod affinity and host ports (computed once per pod object)."""
+    terminating = status is TaskStatus.RELEASING or pod.deleting
+    got: list[Any] | None = memo.get(pod)
+    if got is None:
+        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None])
+    placed = got[2]
+    if placed is None or placed.node != idx or placed.terminating != terminating:
+        placed = got[2] = _Placed(pod, idx, terminating)
+    return placed, got[0], got[1]
 
 
 class _Group:
@@ -151,65 +180,68 @@ class PodIndex:
         memo = ssn.memo.table("podindex.pod")
         kept: dict[str, _NodeSeed] = ssn.memo.value(_NODES_KEY) or {}
         seeds: dict[str, _NodeSeed] = {}
-        index, placed_by_uid = self._index, self._placed
         rows: list[int] = []
-        for nd in ssn.nodes:
-            tasks = list(nd.tasks.values())
-            pods = list(map(_POD, tasks))
-            here = index.get(nd.name)
-            untouched = not any(map(getattr, tasks, repeat("_touched"), repeat(True)))
-            hit = kept.get(nd.name)
-            if untouched and hit is not None and hit.index == here and len(hit.pods) == len(pods) \
-                    and all(map(is_, hit.pods, pods)):
-                before = len(placed_by_uid)
-                placed_by_uid.update(hit.placed)
-                if len(placed_by_uid) - before == len(hit.placed):
-                    rows += hit.rows
-                    self.with_affinity.update(hit.with_affinity)
-                    self.with_host_ports.update(hit.with_host_ports)
+        try:
+            for nd in ssn.nodes:
+                tasks = list(nd.tasks.values())
+                pods = list(map(_POD, tasks))
+                here = self._index.get(nd.name)
+                untouched = not any(map(getattr, tasks, repeat("_touched"), repeat(True)))
+                hit = kept.get(nd.name)
+                if untouched and hit is not None and hit.holds(here, pods):
+                    self._take_seed(hit, rows)
                     seeds[nd.name] = hit
                     continue
-                # a uid already seen on another node (not from a real cluster): seed it all task by task
-                self._reseed(ssn)
-                return
-            # kept for the next session only if every task was as made and counts on this node's row
-            seed = _NodeSeed(here, pods) if untouched else None
-            for task in tasks:
-                idx = index.get(task.node_name) if task.node_name else None
-                status = task.status
-                if idx is None or status not in _INDEXED:
-                    continue
-                if task.uid in placed_by_uid:   # the same uid twice (not from a real cluster): sync decides
-                    self._reseed(ssn)
-                    return
-                pod = task.pod
-                terminating = status is TaskStatus.RELEASING or pod.deleting
-                got: list[Any] | None = memo.get(pod)
-                if got is None:
-                    got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None])
-                placed = got[2]
-                if placed is None or placed.node != idx or placed.terminating != terminating:
-                    placed = got[2] = _Placed(pod, idx, terminating)
-                placed_by_uid[task.uid] = placed
-                rows.append(idx)
-                if got[0]:
-                    self.with_affinity[task.uid] = placed
-                if got[1]:
-                    self.with_host_ports[task.uid] = placed
+                # kept for the next session only if every task was as made and counts on this node's row
+                seed = self._seed_node(tasks, here, memo, rows, _NodeSeed(here, pods) if untouched else None)
                 if seed is not None:
-                    if idx != here:
-                        seed = None
-                        continue
-                    seed.placed.append((task.uid, placed))
-                    if got[0]:
-                        seed.with_affinity.append((task.uid, placed))
-                    if got[1]:
-                        seed.with_host_ports.append((task.uid, placed))
-            if seed is not None:
-                seed.rows = [here] * len(seed.placed) if here is not None else []
-                seeds[nd.name] = seed
+                    seeds[nd.name] = seed
+        except _SameUid:
+            # a uid seen twice (not from a real cluster): seed it all task by task, and sync decides
+            self._reseed(ssn)
+            return
         ssn.memo.set_value(_NODES_KEY, seeds)
         self._count(rows)
+
+    def _take_seed(self, seed: _NodeSeed, rows: list[int]) -> None:
+        """Adds what a node's tasks gave the previous session, as a whole; :class:`_SameUid` when one of its uids
+        is already placed."""
+        placed_by_uid = self._placed
+        before = len(placed_by_uid)
+        placed_by_uid.update(seed.placed)
+        if len(placed_by_uid) - before != len(seed.placed):
+            raise _SameUid
+        rows += seed.rows
+        self.with_affinity.update(seed.with_affinity)
+        self.with_host_ports.update(seed.with_host_ports)
+
+    def _seed_node(self, tasks: list[TaskInfo], here: int | None, memo: IdentityMemo[Any], rows: list[int],
+                   seed: _NodeSeed | None) -> _NodeSeed | None:
+        """Places a node's tasks one by one, recording them in ``seed`` when given; returns the seed to keep
+        (None once a task counts on another row than the node's); :class:`_SameUid` on a uid already placed."""
+        index, placed_by_uid = self._index, self._placed
+        for task in tasks:
+            idx = index.get(task.node_name) if task.node_name else None
+            status = task.status
+            if idx is None or status not in _INDEXED:
+                continue
+            if task.uid in placed_by_uid:
+                raise _SameUid
+            placed, affinity, host_ports = _placement(memo, task.pod, idx, status)
+            placed_by_uid[task.uid] = placed
+            rows.append(idx)
+            if affinity:
+                self.with_affinity[task.uid] = placed
+            if host_ports:
+                self.with_host_ports[task.uid] = placed
+            if seed is not None:
+                if idx != here:
+                    seed = None
+                    continue
+                seed.add(task.uid, placed, affinity, host_ports)
+        if seed is not None:
+            seed.rows = [here] * len(seed.placed) if here is not None else []
+        return seed
 
     def _reseed(self, ssn: Session) -> None:
         """``sync`` of every task on a node in turn, from an empty index (and nothing kept for the next session)."""

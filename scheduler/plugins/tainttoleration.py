@@ -36,6 +36,9 @@ NAME = "tainttoleration"
 ARGUMENTS: tuple[str, ...] = ()
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+_MEMO_KEY = "taints.by-tolerations"
+# distinct toleration sets kept at most (then the memo starts afresh): bounds memory whatever pods come and go
+_MAX_TOLERATION_SETS = 4096
 
 
 class TaintCheck:
@@ -49,20 +52,25 @@ class TaintCheck:
             "taint-groups", views, lambda: NodeGroups([node_taints(v) for v in views]))
 
     def _per_pod(self, task: TaskInfo) -> list[Any]:
-        """[groups, filter, counts] kept per pod object: valid while the node grouping is the same object."""
-        memo = self.ssn.memo.table("taints.pod")
-        got: list[Any] | None = memo.get(task.pod)
-        if got is None or got[0] is not self.groups:
-            got = memo.put(task.pod, [self.groups, None, None])
+        """[filter, counts] of the pod's tolerations, which is all they depend on: kept per distinct tolerations (a
+        few per cluster, not a node-length array per pod) while the node grouping is the same object."""
+        kept: tuple[object, dict[str, list[Any]]] | None = self.ssn.memo.value(_MEMO_KEY)
+        if kept is None or kept[0] is not self.groups or len(kept[1]) >= _MAX_TOLERATION_SETS:
+            kept = (self.groups, {})
+            self.ssn.memo.set_value(_MEMO_KEY, kept)
+        key = repr(task.pod.tolerations)   # equal tolerations written alike share an entry
+        got = kept[1].get(key)
+        if got is None:
+            got = kept[1][key] = [None, None]
         return got
 
     def passes(self, task: TaskInfo) -> BoolArray:
         got = self._per_pod(task)
-        if got[1] is None:
+        if got[0] is None:
             mask = taint_filter(self.groups, task.pod.tolerations)
             mask.flags.writeable = False
-            got[1] = mask
-        out: BoolArray = got[1]
+            got[0] = mask
+        out: BoolArray = got[0]
         return out
 
     def filter(self, task: TaskInfo) -> FilterResult:
@@ -71,11 +79,11 @@ class TaintCheck:
     def score(self, task: TaskInfo) -> IntArray:
         """0..100 per node, normalised over the nodes being scored (0 elsewhere)."""
         got = self._per_pod(task)
-        if got[2] is None:
+        if got[1] is None:
             counts = taint_counts(self.groups, task.pod.tolerations)
             counts.flags.writeable = False
-            got[2] = counts
-        return taint_score(self.groups, task.pod.tolerations, self.ssn.scoring_mask(), counts=got[2])
+            got[1] = counts
+        return taint_score(self.groups, task.pod.tolerations, self.ssn.scoring_mask(), counts=got[1])
 
 
 class TaintToleration:

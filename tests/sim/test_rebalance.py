@@ -29,3 +29,28 @@ def test_rebalancer_moves_are_counted_apart_and_every_one_was_proven() -> None:
     base = _hot_afternoon("loadaware-waterline")
     assert base.rebalancer_evictions == 0 and base.rebalance == {}
     assert measure(rec).hotspot_node_minutes < measure(base).hotspot_node_minutes
+
+
+def test_tally_counts_lost_work_repeats_and_where_replacements_land() -> None:
+    from common.clock import FakeClock
+    from common.cluster.memory import MemoryCluster
+    from common.resources import Resources
+    from rebalancer.args import parse_rebalance_args
+    from rebalancer.plan import Move
+    from scheduler.conf import default_conf
+    from sim.rebalance import SimRebalancer
+
+    args = parse_rebalance_args({"highThresholds": {"cpu": 60}, "lowThresholds": {"cpu": 40}})
+    sim = SimRebalancer(MemoryCluster(clock=FakeClock()), FakeClock(), default_conf(), args, tick_seconds=60)
+    move = Move("ns/a", "Job/ns/a", "hot", "cool", Resources(cpu=1000), False, "cpu", {}, {}, {}, {})
+    sim._moves = {"ns/a": move}
+    sim.evicted("ns/a", 7, 100.0, 1800.0, restarts_from_scratch=True)  # a batch pod that had run half an hour
+    sim.bound(7, "cool")
+    sim.evicted("ns/b", 8, 100.0, 600.0, restarts_from_scratch=False)  # a service replica: no run time lost
+    sim.evicted("ns/a", 7, 100.0 + 3599, 10.0, restarts_from_scratch=True)  # the same workload pod within the hour
+    sim.bound(7, "hot")
+    t = sim.tally.to_json()
+    assert t["evictions"] == 3 and t["unproven"] == 1  # ns/b had no move of this round
+    assert t["lost_pod_hours"] == round(1810 / 3600, 2)
+    assert t["moved_twice_within_hour"] == 1
+    assert (t["landed_on_destination"], t["landed_on_source"]) == (1, 1)

@@ -67,3 +67,21 @@ def test_normalisation_ranges_over_the_scored_nodes_only() -> None:
     ssn, _ = run(objs, conf("tainttoleration"), explain=True)
     assert scores(ssn, "default/p", "tainttoleration") == {"b": 0, "c": 100}
     assert ssn.score_mask is None  # only set while score_nodes runs
+
+
+def test_filter_and_counts_are_kept_per_toleration_set_not_per_pod() -> None:
+    """Memory stays bounded by the distinct toleration sets: pods that tolerate alike share one entry."""
+    from scheduler.plugins.tainttoleration import TaintCheck
+    from tests.scheduler.factories import session
+
+    tol = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
+    objs: list[dict[str, Any]] = [node("a"), node("t", taints=[{"key": "dedicated", "value": "gpu",
+                                                                 "effect": "NoSchedule"}])]
+    objs += [pod(f"plain{i}") for i in range(5)] + [pod(f"tol{i}", extra_spec={"tolerations": tol})
+                                                     for i in range(5)]
+    ssn, _ = session(objs, conf("tainttoleration"))
+    check = TaintCheck(ssn)
+    for task in ssn.tasks.values():
+        want = [True, task.name.startswith("tol")]
+        assert check.passes(task).tolist() == want
+    assert len(ssn.memo.value("taints.by-tolerations")[1]) == 2
