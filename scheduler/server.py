@@ -13,20 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from scheduler.engine import Scheduler
 
-__all__ = ["make_app", "BackgroundServer", "SCHEDULER_KEY", "READY_KEY"]
+__all__ = ["health_app", "make_app", "BackgroundServer"]
 
-SCHEDULER_KEY: web.AppKey[Scheduler] = web.AppKey("scheduler", Scheduler)
-READY_KEY: web.AppKey[threading.Event] = web.AppKey("ready", threading.Event)
+Readiness = Callable[[], bool]
+REGISTRY_KEY: web.AppKey[CollectorRegistry] = web.AppKey("registry", CollectorRegistry)
+READY_KEY: web.AppKey[Readiness] = web.AppKey("ready")
 
 
 async def metrics(request: web.Request) -> web.Response:
-    body = await asyncio.to_thread(generate_latest, request.app[SCHEDULER_KEY].metrics.registry)
+    body = await asyncio.to_thread(generate_latest, request.app[REGISTRY_KEY])
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
@@ -35,19 +37,25 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    ok = request.app[READY_KEY].is_set() and request.app[SCHEDULER_KEY].cache.has_synced()
+    ok = request.app[READY_KEY]()
     return web.Response(text="ok" if ok else "not synced", status=200 if ok else 503)
 
 
-def make_app(sched: Scheduler, ready: threading.Event) -> web.Application:
-    """``ready`` is set by the daemon once it has started the scheduler."""
+def health_app(registry: CollectorRegistry, ready: Readiness) -> web.Application:
+    """``/metrics`` from ``registry``, ``/healthz``, and ``/readyz`` answering ``ready()``: the surface the
+    scheduler and the rebalancer daemons share."""
     app = web.Application()
-    app[SCHEDULER_KEY] = sched
+    app[REGISTRY_KEY] = registry
     app[READY_KEY] = ready
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     return app
+
+
+def make_app(sched: Scheduler, ready: threading.Event) -> web.Application:
+    """``ready`` is set by the daemon once it has started the scheduler."""
+    return health_app(sched.metrics.registry, lambda: ready.is_set() and sched.cache.has_synced())
 
 
 class BackgroundServer:
