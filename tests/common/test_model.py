@@ -16,7 +16,6 @@ from common.objects import (
     PodView,
     PriorityClassView,
     QueueView,
-    _pod_metric,
 )
 from common.qos import PriorityClass, QoSClass
 from common.resources import Resources
@@ -158,7 +157,9 @@ def test_load_objects_forms(tmp_path: Path) -> None:
 
 def test_pod_metric_views_built_slot_by_slot_equal_the_dataclass() -> None:
     usage = Resources({"cpu": 250, "memory": 1 << 20})
-    fast = _pod_metric("ns", "p", usage, "koord-prod", "LS")
+    pod = {"namespace": "ns", "name": "p", "priority": "koord-prod", "qos": "LS",
+           "podUsage": {"resources": {"cpu": "250m", "memory": "1Mi"}}}
+    (fast,) = NodeMetricView.parse({"metadata": {"name": "n"}, "status": {"podsMetric": [pod]}}).pods
     assert fast == PodMetricView("ns", "p", usage, "koord-prod", "LS") and fast.key == "ns/p"
     assert [f.name for f in fields(PodMetricView)] == ["namespace", "name", "usage", "priority", "qos"]
     with pytest.raises(AttributeError):
