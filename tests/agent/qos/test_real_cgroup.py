@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -120,6 +121,19 @@ def _measure(h: Hierarchy, seconds: float) -> int:
     return int((h.usage_ns() - u0) / (time.monotonic() - t0) / 1e6)
 
 
+def _best_effort_throttler(waterline: int, action: dict[str, Any]) -> tuple[CgroupQuotaWriter, WaterlineRuntime]:
+    """A runtime whose one rule throttles BestEffort pods above ``waterline`` millicores, writing real quotas."""
+    store = PolicyStore()
+    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=2),
+                             pod_qos=[{"labelSelector": {"matchLabels": {}}, "scopeSelector": {"matchExpressions": [
+                                 {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]},
+                                 "allowedActions": ["throttle"]}]))
+    writer = CgroupQuotaWriter()
+    rt = WaterlineRuntime(None, "n1", SystemClock(), Actuation(writer, RecordingActuators(), RecordingActuators()),
+                          registry=CollectorRegistry(), policies=store)
+    return writer, rt
+
+
 def test_throttle_brings_measured_usage_under_the_waterline_and_restore_lifts_it(cgroup: Hierarchy) -> None:
     h = cgroup
     burners = min(2, os.cpu_count() or 1)
@@ -129,14 +143,7 @@ def test_throttle_brings_measured_usage_under_the_waterline_and_restore_lifts_it
     assert baseline > 300, f"the burner did not get CPU ({baseline}m)"
     waterline = int(baseline * 0.6)
     action = {"name": "throttle", "coolDownSeconds": 1, "throttle": {"cpuThrottle": {"stepCPURatio": 50}}}
-    store = PolicyStore()
-    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=2),
-                             pod_qos=[{"labelSelector": {"matchLabels": {}}, "scopeSelector": {"matchExpressions": [
-                                 {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]},
-                                 "allowedActions": ["throttle"]}]))
-    writer = CgroupQuotaWriter()
-    rt = WaterlineRuntime(None, "n1", SystemClock(), Actuation(writer, RecordingActuators(), RecordingActuators()),
-                          registry=CollectorRegistry(), policies=store)
+    writer, rt = _best_effort_throttler(waterline, action)
 
     usage, seen = baseline, []
     for _ in range(8):
@@ -183,14 +190,7 @@ def test_throttle_settles_on_the_waterline_and_lifts_when_the_load_stops(cgroup:
     assert baseline > 400, f"the burner did not get CPU ({baseline}m)"
     waterline = 200
     action = {"name": "throttle", "throttle": {"cpuThrottle": {"stepCPURatio": 50}}}
-    store = PolicyStore()
-    store.upsert(policy_dict(rule(value=str(waterline), action=action, restoreThreshold=2),
-                             pod_qos=[{"labelSelector": {"matchLabels": {}}, "scopeSelector": {"matchExpressions": [
-                                 {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]},
-                                 "allowedActions": ["throttle"]}]))
-    writer = CgroupQuotaWriter()
-    rt = WaterlineRuntime(None, "n1", SystemClock(), Actuation(writer, RecordingActuators(), RecordingActuators()),
-                          registry=CollectorRegistry(), policies=store)
+    writer, rt = _best_effort_throttler(waterline, action)
 
     def step(usage: int) -> int:
         rt.tick(_state(h, usage, time.time()))
