@@ -69,11 +69,20 @@ def matcher_matches(matcher: Matcher, pod: PodView) -> bool:
     return all((ns is None or pod.namespace in ns) and sel.matches(pod.labels) for ns, sel in matcher)
 
 
+GroupKey = tuple[str, frozenset[tuple[str, str]]]
+
+
+def _group_key(pod: PodView) -> GroupKey:
+    """What makes pods alike to every matcher: their namespace and labels."""
+    return pod.namespace, frozenset(pod.labels.items())
+
+
 @dataclass(frozen=True, slots=True)
 class _Placed:
     pod: PodView
     node: int
     terminating: bool
+    group: GroupKey
 
 
 class _NodeSeed:
@@ -112,10 +121,10 @@ def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStat
     terminating = status is TaskStatus.RELEASING or pod.deleting
     got: list[Any] | None = memo.get(pod)
     if got is None:
-        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None])
+        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None, _group_key(pod)])
     placed = got[2]
     if placed is None or placed.node != idx or placed.terminating != terminating:
-        placed = got[2] = _Placed(pod, idx, terminating)
+        placed = got[2] = _Placed(pod, idx, terminating, got[3])
     return placed, got[0], got[1]
 
 
@@ -185,7 +194,7 @@ class PodIndex:
         # the placed pods by namespace and labels, made when the first matcher is counted (pods of a few workloads
         # make a few groups, so a matcher is tried once per group, not once per pod); the key per pod object is kept;
         # the groups by label pair, so a matcher is tried only on the groups carrying one of its required pairs
-        self._groups: dict[tuple[str, frozenset[tuple[str, str]]], _Group] | None = None
+        self._groups: dict[GroupKey, _Group] | None = None
         self._by_pair: dict[tuple[str, str], list[_Group]] = {}
         self._group_keys = ssn.memo.table("podindex.group")
         self._seed(ssn)
@@ -302,27 +311,27 @@ class PodIndex:
             self._apply(task.uid, prev, -1)
             del self._placed[task.uid]
         if idx is not None:
-            placed = _Placed(task.pod, idx, terminating)
+            key: GroupKey | None = self._group_keys.get(task.pod)
+            if key is None:
+                key = self._group_keys.put(task.pod, _group_key(task.pod))
+            placed = _Placed(task.pod, idx, terminating, key)
             self._placed[task.uid] = placed
             self._apply(task.uid, placed, 1)
 
-    def _group(self, pod: PodView) -> _Group:
+    def _group(self, p: _Placed) -> _Group:
         assert self._groups is not None
-        key: tuple[str, frozenset[tuple[str, str]]] | None = self._group_keys.get(pod)
-        if key is None:
-            key = self._group_keys.put(pod, (pod.namespace, frozenset(pod.labels.items())))
-        group = self._groups.get(key)
+        group = self._groups.get(p.group)
         if group is None:
-            targets = [hit for matcher, hit in self._counts.items() if matcher_matches(matcher, pod)]
-            group = self._groups[key] = _Group(pod, targets)
-            for pair in key[1]:
+            targets = [hit for matcher, hit in self._counts.items() if matcher_matches(matcher, p.pod)]
+            group = self._groups[p.group] = _Group(p.pod, targets)
+            for pair in p.group[1]:
                 self._by_pair.setdefault(pair, []).append(group)
         return group
 
     def _apply(self, uid: str, p: _Placed, delta: int) -> None:
         self.pod_count[p.node] += delta
         if self._groups is not None:
-            self._group(p.pod).add(p, delta)
+            self._group(p).add(p, delta)
         if _has_pod_affinity(p.pod):
             if delta > 0:
                 self.with_affinity[uid] = p
@@ -341,7 +350,7 @@ class PodIndex:
             if self._groups is None:
                 self._groups = {}
                 for p in self._placed.values():
-                    self._group(p.pod).add(p, 1)
+                    self._group(p).add(p, 1)
             hit = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
             for group in self._candidates(matcher):
                 if matcher_matches(matcher, group.pod):
