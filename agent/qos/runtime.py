@@ -103,7 +103,7 @@ class _Lane:
     memory: EngineMemory = field(default_factory=EngineMemory)
     disabled: bool | None = None  # None: unknown until the first tick reconciles the node
     last_triggered: float | None = None
-    decided: set[tuple[str, str, str, str, int]] = field(default_factory=set)  # a dry lane's last decisions
+    decided: set[tuple[Any, ...]] = field(default_factory=set)  # a dry lane's last decisions
 
 
 @dataclass
@@ -257,7 +257,7 @@ class WaterlineRuntime:
         A dry-run decision repeats on every tick while its rule stays triggered (nothing is done, so
         nothing changes); its events and released amounts are counted when it is first made.
         """
-        keyed = [((a.pod, a.action, a.direction, a.container, a.cpu_quota_us), a) for a in actions]
+        keyed = [(a.decision(), a) for a in actions]
         fresh = [a for key, a in keyed if key not in lane.decided]
         lane.decided = {key for key, _ in keyed}
         return fresh
@@ -359,8 +359,8 @@ class WaterlineRuntime:
                 self.metrics.actions.labels(self.node, kind, reason, flag).inc()
                 self._event("Pod", name, ns, "Warning" if a.direction == "down" else "Normal",
                             "WaterlineThrottle" if a.direction == "down" else "WaterlineRestore",
-                            f"container {a.container} cpu quota {a.previous_quota_us} -> {a.cpu_quota_us} "
-                            f"per {a.cpu_period_us}us by {', '.join(a.rules)} (released {released})",
+                            f"cpu quota {', '.join(q.describe() for q in a.containers)} by {', '.join(a.rules)} "
+                            f"(released {released})",
                             dry, uid=pod.uid if pod else "")
             for m, v in a.released.items():
                 self.metrics.released.labels(self.node, m, a.action, flag).inc(float(v))
