@@ -55,6 +55,23 @@ class _RowsEntry:
     rows: NodeRows
 
 
+@dataclass(frozen=True, slots=True)
+class _NodePods:
+    """What :meth:`LoadAwareMemo.node_entries` keeps per node: its pods, their entries (None: not in the cache) and
+    how each is dated anew (None: it holds at any time), the group of them, and the session time they were dated
+    with (None: no entry depends on it)."""
+
+    pods: tuple[PodView, ...]
+    entries: tuple[AssignedPod | None, ...]
+    stamps: tuple[Stamp | None, ...]
+    group: NodeEntries
+    now: float | None
+
+    def by_id(self) -> dict[int, tuple[AssignedPod | None, Stamp | None]]:
+        """Each pod's entry and stamp by the pod's id (valid while this holds the pods)."""
+        return {id(p): (e, s) for p, e, s in zip(self.pods, self.entries, self.stamps, strict=True)}
+
+
 def _same(a: Sequence[object], b: Sequence[object]) -> bool:
     """The very same objects, in the same order."""
     return len(a) == len(b) and all(map(is_, a, b))
@@ -92,10 +109,7 @@ class LoadAwareMemo:
                   self._estimates):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
-        # per node: its pods, their entries, the group of them, and the session time they were dated with (None: no
-        # entry depends on it)
-        self._node_entries: dict[str, tuple[tuple[PodView, ...], tuple[AssignedPod | None, ...], NodeEntries,
-                                            float | None]] = {}
+        self._node_entries: dict[str, _NodePods] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
         self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
@@ -116,17 +130,22 @@ class LoadAwareMemo:
     def _assigned_kept(self, pod: PodView, now: float) -> tuple[AssignedPod | None, bool]:
         """:meth:`assigned`, and whether the answer holds at any time (False: it is dated with ``now``, and a
         session at another time dates it anew from what is kept)."""
+        entry, stamp = self._stamped(pod, now)
+        return entry, stamp is None
+
+    def _stamped(self, pod: PodView, now: float) -> tuple[AssignedPod | None, Stamp | None]:
+        """:meth:`assigned`, and how to date it anew at another time (None: it holds at any time)."""
         hit: tuple[AssignedPod | None, Stamp | None] | None = self._assigned.get(pod)
         if hit is None:
             made = stamped_entry(pod, pod.node_name, now, self.args) if enters_cache(pod) else (None, None)
             hit = self._assigned.put(pod, made)
         entry, stamp = hit
         if entry is None or stamp is None:
-            return entry, True
+            return entry, None
         if entry.timestamp != now:
             entry = stamp.apply(entry, now)
             self._assigned.put(pod, (entry, stamp))
-        return entry, False
+        return entry, stamp
 
     def estimate(self, pod: PodView, compute: Callable[[PodView], IntArray]) -> IntArray:
         """``compute(pod)`` (the pod's estimated usage under these arguments), once per pod object."""
@@ -177,25 +196,30 @@ class LoadAwareMemo:
 
     def node_entries(self, node: str, pods: Sequence[PodView], now: float) -> NodeEntries:
         """The entries of the pods on ``node`` (those entering the cache), kept while they are the same pod
-        objects and, if any was dated with the session's time, the time is the same; when some changed, the
-        others' entries are taken over."""
+        objects and, if any was dated with the session's time, the time is the same.  The entries of pods the
+        node held before are taken over (dated anew when they depend on the time), so a session at a new time
+        or with a few pods moved reads only the new pods."""
         hit = self._node_entries.get(node)
-        current = hit is not None and (hit[3] is None or hit[3] == now)
-        if hit is not None and current and _same(hit[0], pods):
-            return hit[2]
+        if hit is not None and (hit.now is None or hit.now == now) and _same(hit.pods, pods):
+            return hit.group
         # the previous pods are still held by `hit`, so their ids cannot belong to another object
-        before = {id(p): e for p, e in zip(hit[0], hit[1], strict=True)} if hit is not None and current else {}
-        per_pod: list[AssignedPod | None] = []
-        kept = True
+        before = hit.by_id() if hit is not None else {}
+        entries: list[AssignedPod | None] = []
+        stamps: list[Stamp | None] = []
         for pod in pods:
-            if id(pod) in before:
-                per_pod.append(before[id(pod)])
-                continue
-            entry, keep = self._assigned_kept(pod, now)
-            per_pod.append(entry)
-            kept = kept and keep
-        group = NodeEntries.of(node, [e for e in per_pod if e is not None])
-        self._node_entries[node] = (tuple(pods), tuple(per_pod), group, None if kept else now)
+            got = before.get(id(pod))
+            if got is None:
+                entry, stamp = self._stamped(pod, now)
+            else:
+                entry, stamp = got
+                if stamp is not None and entry is not None and entry.timestamp != now:
+                    entry = stamp.apply(entry, now)
+            entries.append(entry)
+            stamps.append(stamp)
+        group = NodeEntries.of(node, [e for e in entries if e is not None])
+        dated = any(s is not None for s in stamps)
+        self._node_entries[node] = _NodePods(tuple(pods), tuple(entries), tuple(stamps), group,
+                                             now if dated else None)
         return group
 
     def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:

@@ -149,11 +149,13 @@ def test_metric_read_equals_the_reported_pods(draw: list[tuple[int, str, dict[st
     assert got.node_usage == tuple(m.node_usage.get(n, 0) for n in names)
 
 
+@pytest.mark.parametrize("churn", [False, True])
 @pytest.mark.parametrize("raw_args", [{}, {"estimatedSecondsAfterPodScheduled": 90},
                                       {"estimatedSecondsAfterInitialized": 30, "allowCustomizeEstimation": True}])
-def test_memoised_state_equals_a_fresh_one_as_time_passes(raw_args: dict[str, Any]) -> None:
+def test_memoised_state_equals_a_fresh_one_as_time_passes(raw_args: dict[str, Any], churn: bool) -> None:
     """Pods without a PodScheduled time are dated with each session's time: the kept entries, dated anew, and the
-    rows made from them must be what a state made afresh at that time holds."""
+    rows made from them must be what a state made afresh at that time holds.  With ``churn``, a different quarter
+    of the pods is away in each session, so a node's entries are taken over from a session at another time."""
     args = parse_loadaware_args(raw_args)
     nodes = [NodeView.parse({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n{i}"},
                              "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}}) for i in range(3)]
@@ -178,12 +180,14 @@ def test_memoised_state_equals_a_fresh_one_as_time_passes(raw_args: dict[str, An
     # estimation deadlines counted from it
     metrics = {f"n{i}": metric(f"n{i}", cpu_milli=1000 * (i + 1), memory=GI, update=1000.0 + 100 * i,
                                pods=reported) for i in range(3)}
-    by_node = [[p for p in pods if p.node_name == n.name] for n in nodes]
     memo = SessionMemo()
-    for now in (1000.0, 1001.0, 1001.0, 1030.0, 1045.0, 1070.0, 1100.0, 1130.0, 1150.0, 1170.0, 1200.0, 1250.0):
+    times = (1000.0, 1001.0, 1001.0, 1030.0, 1045.0, 1070.0, 1100.0, 1130.0, 1150.0, 1170.0, 1200.0, 1250.0)
+    for step, now in enumerate(times):
         memo.rotate()
-        kept = open_state(args, nodes, pods, metrics, now, None, LoadAwareMemo.of(memo, args), by_node)
-        fresh = open_state(args, nodes, pods, metrics, now)
+        here = [p for j, p in enumerate(pods) if not churn or (j + step) % 4]
+        by_node = [[p for p in here if p.node_name == n.name] for n in nodes]
+        kept = open_state(args, nodes, here, metrics, now, None, LoadAwareMemo.of(memo, args), by_node)
+        fresh = open_state(args, nodes, here, metrics, now)
         for field in ("load_filter", "load_prod", "load_score", "has_status"):
             assert getattr(kept, field).tolist() == getattr(fresh, field).tolist(), (now, field)
         for n in nodes:
