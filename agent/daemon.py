@@ -200,6 +200,8 @@ class Agent:
         self.collector.configure(containers=config.collect_containers, pressure=self._pressure_source(config),
                                  rate_ttl=config.rate_ttl_seconds)
         self.metrics.set_pod_metrics(config.pod_metrics)
+        if self.runtime is not None:
+            self.runtime.set_dry_run(config.waterline.dry_run)
         if self.reporter is not None:
             self.reporter.configure(config.metric_collect_policy,
                                     retry_initial_seconds=config.report_retry_initial_seconds,

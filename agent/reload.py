@@ -11,8 +11,11 @@ same schema check as at start and:
   on the Node says so; the same bad content is reported once, however many polls see it;
 * applies the keys in :data:`LIVE_KEYS` to the running components (``result="applied"``);
 * leaves the keys in :data:`RESTART_KEYS` as they were and says which wait for a restart
-  (``result="needs_restart"``).  They pick the process's sockets, the files it reads, the node it is, or the
-  waterline engine's mode, whose throttles and taint belong to the mode that made them.
+  (``result="needs_restart"``).  They pick the process's sockets, the files it reads, the node it is, or
+  whether the waterline engine (with its policy watch and series) exists at all.
+
+The WaterlinePolicy file the config names (``waterline.policyFile``) is watched the same way: a changed one
+replaces the running policies when every object in it is valid, and is refused as a whole otherwise.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from common.cluster import ApiError, EventRecord
 from common.config import ConfigError, load_objects
 from common.waterline import WaterlinePolicy
 
-__all__ = ["LIVE_KEYS", "RESTART_KEYS", "POLL_SECONDS", "Reload", "FileVersion", "ConfigReloader", "changed_keys"]
+__all__ = ["LIVE_KEYS", "RESTART_KEYS", "POLL_SECONDS", "Reload", "FileVersion", "PolicyFile", "ConfigReloader",
+           "changed_keys"]
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +44,14 @@ POLL_SECONDS = 10.0
 LIVE_KEYS = frozenset({
     "collectIntervalSeconds", "collectContainers", "pressure", "podMetrics", "reportRetryInitialSeconds",
     "reportRetryMaxSeconds", "reportJitterFraction", "metricCollectPolicy", "waterline.intervalSeconds",
-    "waterline.policyFile",
+    "waterline.policyFile", "waterline.dryRun",
 })
 RESTART_KEYS = frozenset({
     "nodeName", "procRoot", "cgroupRoot", "cgroupParent", "cgroupVersion", "cgroupDriver", "listenAddress", "port",
-    "debugAddress", "debugPort", "waterline.enabled", "waterline.dryRun",
+    "debugAddress", "debugPort", "waterline.enabled",
 })
 _NOT_KEYS = {"source"}
+POLICY_FILE_KEY = "waterline.policyFile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +85,7 @@ def changed_keys(old: AgentConfig, new: AgentConfig) -> Iterator[str]:
 
 def _needs_restart(key: str, old: AgentConfig, new: AgentConfig) -> bool:
     """``waterline.policyFile`` is live from one file to another; to or from watching the API is a restart."""
-    if key == "waterline.policyFile":
+    if key == POLICY_FILE_KEY:
         return "" in (old.waterline.policy_file, new.waterline.policy_file)
     return key in RESTART_KEYS
 
@@ -122,8 +127,50 @@ class FileVersion:
             return ""
 
 
+@dataclass(frozen=True, slots=True)
+class _PolicySet:
+    objects: list[dict[str, Any]]
+    digest: str
+
+
+class PolicyFile:
+    """The WaterlinePolicy file the config names (``waterline.policyFile``): its version, and the content in force.
+
+    A changed file is read again; its policies replace the running ones only when every object in it is valid.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.version: FileVersion | None = None
+        self.in_force = ""
+        self.follow(path)
+        self.in_force = self.digest()  # the agent loaded it when it started
+
+    @property
+    def path(self) -> str:
+        return self.version.path if self.version is not None else ""
+
+    def follow(self, path: str) -> None:
+        """Watch ``path`` from now on (a config naming another file); what runs stays as it is."""
+        if path != self.path:
+            self.version = FileVersion(path) if path else None
+            self.changed()
+
+    def changed(self) -> bool:
+        return self.version is not None and self.version.changed()
+
+    def digest(self) -> str:
+        return self.version.digest() if self.version is not None else ""
+
+    def pending(self) -> _PolicySet | None:
+        """The file's policies when its content is not what runs, each checked against the CRD first."""
+        digest = self.digest()
+        if self.version is None or digest == self.in_force:
+            return None
+        return _PolicySet(_checked_policies(self.path), digest)
+
+
 class ConfigReloader:
-    """Checks the agent's config file once per call to :meth:`check` and applies or refuses a change.
+    """Checks the agent's config file (and the policy file it names) once per :meth:`check`; applies or refuses.
 
     ``overrides`` re-applies the command line's settings (``--port``) to every file read, as at start;
     ``reschedule(job, seconds)`` moves the daemon's ``collect`` or ``waterline`` job to a new interval.
@@ -134,16 +181,18 @@ class ConfigReloader:
                  reschedule: Callable[[str, float], None] = lambda job, seconds: None) -> None:
         self.agent = agent
         self.file = FileVersion(path)
+        self.policy_file = PolicyFile(self._policy_path(agent.config))
         self._overrides = overrides
         self._reschedule = reschedule
         self._digest: str | None = None
         self._rejected = False
 
     def check(self) -> Reload | None:
-        """One poll: ``None`` when the file (or its content) is unchanged or the change changes no key."""
-        if not self.file.changed():
+        """One poll: ``None`` when neither file (nor its content) changed, or the change changes nothing."""
+        config_changed = self.file.changed()
+        if not (self.policy_file.changed() or config_changed):
             return None
-        digest = self.file.digest()
+        digest = self._content_digest()
         if digest == self._digest:
             return None
         self._digest = digest
@@ -153,10 +202,23 @@ class ConfigReloader:
             keys = set(changed_keys(old, new))
             restart = {k for k in keys if _needs_restart(k, old, new)}
             merged = _keep(old, new, restart)
-            policies = self._policies(old, merged)
+            self._follow(merged)
+            policies = self.policy_file.pending()
         except ConfigError as exc:
             return self._reject(exc)
-        return self._apply(merged, keys - restart, restart, policies)
+        live = keys - restart | ({POLICY_FILE_KEY} if policies is not None else set())
+        return self._apply(merged, live, restart, policies)
+
+    def _policy_path(self, config: AgentConfig) -> str:
+        return config.waterline.policy_file if self.agent.runtime is not None else ""
+
+    def _content_digest(self) -> str:
+        return f"{self.file.digest()}:{self.policy_file.digest()}"
+
+    def _follow(self, config: AgentConfig) -> None:
+        """Watch the policy file ``config`` names: fixing a new file it names is then noticed, too."""
+        self.policy_file.follow(self._policy_path(config))
+        self._digest = self._content_digest()
 
     # -- outcomes -------------------------------------------------------------------------------------
     def _reject(self, exc: ConfigError) -> Reload:
@@ -167,7 +229,7 @@ class ConfigReloader:
         return Reload("rejected", error=str(exc), field=exc.field)
 
     def _apply(self, config: AgentConfig, live: set[str], restart: set[str],
-               policies: list[dict[str, Any]] | None) -> Reload | None:
+               policies: _PolicySet | None) -> Reload | None:
         was_rejected, self._rejected = self._rejected, False
         if not live and not restart:
             if was_rejected:
@@ -176,7 +238,8 @@ class ConfigReloader:
         old = self.agent.config
         self.agent.apply_config(config)
         if policies is not None and self.agent.runtime is not None:
-            self.agent.runtime.policies.replace_all(policies)
+            self.agent.runtime.policies.replace_all(policies.objects)
+            self.policy_file.in_force = policies.digest
         self._reschedule_jobs(old, config)
         applied = tuple(sorted(live))
         if restart:
@@ -194,20 +257,6 @@ class ConfigReloader:
         if self.agent.runtime is not None and new.waterline.interval_seconds != old.waterline.interval_seconds:
             self._reschedule("waterline", new.waterline.interval_seconds)
 
-    def _policies(self, old: AgentConfig, new: AgentConfig) -> list[dict[str, Any]] | None:
-        """The new policy file's objects, each checked against the CRD first; ``None`` when the file stays."""
-        path = new.waterline.policy_file
-        if path == old.waterline.policy_file or not path or self.agent.runtime is None:
-            return None
-        objs = load_objects(path)
-        for obj in objs:
-            try:
-                WaterlinePolicy.parse(obj)
-            except ConfigError as exc:
-                raise ConfigError(f"{path}: {_what(exc)}", field=f"waterline.policyFile ({_name(obj)})",
-                                  source=new.source) from None
-        return objs
-
     def _event(self, message: str) -> None:
         """A Warning Event on this node, where the agent has a cluster to send it to."""
         cluster = self.agent.cluster
@@ -219,6 +268,21 @@ class ConfigReloader:
                                            component="loadwise-agent", action="Reload"))
         except ApiError as exc:
             log.warning("cannot emit the config rejection event: %s", exc)
+
+
+def _checked_policies(path: str) -> list[dict[str, Any]]:
+    """Every object of a WaterlinePolicy file, each checked against the CRD; an error names the file, the
+    policy and the field."""
+    try:
+        objs = load_objects(path)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc.message}", field=POLICY_FILE_KEY) from None
+    for obj in objs:
+        try:
+            WaterlinePolicy.parse(obj)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: WaterlinePolicy {_name(obj)}: {_what(exc)}", field=POLICY_FILE_KEY) from None
+    return objs
 
 
 def _what(exc: ConfigError) -> str:

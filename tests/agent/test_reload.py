@@ -22,7 +22,7 @@ from agent.reload import LIVE_KEYS, RESTART_KEYS, ConfigReloader
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
 from loadwise.cmd_agent import build_agent
-from tests.agent.test_daemon_server import _cluster, _install
+from tests.agent.test_daemon_server import BE, _cluster, _install, _pod, _two_ticks
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -126,15 +126,15 @@ def test_restart_only_keys_are_reported_and_left_while_live_keys_apply(
     reloader.check()
     caplog.set_level(logging.INFO, logger="agent.reload")
 
-    _write(cfg, tmp_path, port=9500, waterline={"dryRun": True}, collectContainers=False, reportRetryMaxSeconds=5)
+    _write(cfg, tmp_path, port=9500, waterline={"enabled": False}, collectContainers=False, reportRetryMaxSeconds=5)
     outcome = reloader.check()
     assert outcome is not None and outcome.result == "needs_restart"
-    assert outcome.restart == ("port", "waterline.dryRun")
+    assert outcome.restart == ("port", "waterline.enabled")
     assert outcome.applied == ("collectContainers", "reportRetryMaxSeconds")
-    assert agent.config.port == 9400 and not agent.config.waterline.dry_run
+    assert agent.config.port == 9400 and agent.config.waterline.enabled
     assert agent.collector.cgroups is not None and not agent.collector.cgroups.containers
     assert agent.reporter is not None and agent.reporter.backoff.maximum == 5
-    assert "port, waterline.dryRun take effect when the agent restarts" in caplog.records[-1].getMessage()
+    assert "port, waterline.enabled take effect when the agent restarts" in caplog.records[-1].getMessage()
     assert _reloads(agent) == {"applied": 0, "needs_restart": 1, "rejected": 0}
     assert reloader.check() is None  # reported once
 
@@ -204,3 +204,84 @@ def test_an_unchanged_file_costs_one_stat_per_poll(tmp_path: Path) -> None:
     assert reads == 0
     # One poll every 10 s: even a 1 ms poll would be 0.01 % of a core; a stat takes microseconds.
     assert per_poll < 0.001
+
+
+def _policy(name: str, value: str = "300", metric: str = "cpu_total_usage") -> dict[str, Any]:
+    return {"apiVersion": "qos.loadwise.io/v1alpha1", "kind": "WaterlinePolicy", "metadata": {"name": name},
+            "spec": {"objectiveEnsurances": [{"name": "cpu", "metricRule": {"name": metric, "value": value},
+                                              "action": {"name": "eviction", "eviction": {}}}],
+                     "podQOS": [{"name": "be", "allowedActions": ["eviction"], "scopeSelector": {"matchExpressions": [
+                         {"scopeName": "QOSClass", "operator": "In", "values": ["BestEffort"]}]}}]}}
+
+
+def _names(agent: Agent) -> list[str]:
+    assert agent.runtime is not None
+    return [p.name for p in agent.runtime.policies.policies()]
+
+
+def test_the_policy_file_is_reloaded_whole_or_refused_whole(tmp_path: Path) -> None:
+    policies = tmp_path / "policies.yaml"
+    policies.write_text(yaml.safe_dump_all([_policy("a")]))
+    cfg = tmp_path / "agent.yaml"
+    _write(cfg, tmp_path, waterline={"policyFile": str(policies)})
+    clock = FakeClock(1_700_000_000.0)
+    agent = _agent(tmp_path, cfg, _cluster(clock), clock)
+    reloader = ConfigReloader(agent, cfg)
+    assert reloader.check() is None and _names(agent) == ["a"]
+
+    policies.write_text(yaml.safe_dump_all([_policy("a", value="400"), _policy("b")]))
+    outcome = reloader.check()
+    assert outcome is not None and outcome.result == "applied" and outcome.applied == ("waterline.policyFile",)
+    assert _names(agent) == ["a", "b"]
+
+    policies.write_text(yaml.safe_dump_all([_policy("c"), _policy("b", metric="cpu_usage")]))
+    outcome = reloader.check()
+    assert outcome is not None and outcome.result == "rejected" and outcome.field == "waterline.policyFile"
+    assert f"{policies}: WaterlinePolicy b: spec.objectiveEnsurances[0].metricRule.name" in outcome.error
+    assert _names(agent) == ["a", "b"]  # not even the valid "c" of the refused file runs
+    assert reloader.check() is None
+
+
+def test_a_new_policy_file_that_is_fixed_later_is_picked_up(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text(yaml.safe_dump(_policy("a")))
+    second.write_text("{not yaml")
+    cfg = tmp_path / "agent.yaml"
+    _write(cfg, tmp_path, waterline={"policyFile": str(first)})
+    clock = FakeClock(1_700_000_000.0)
+    agent = _agent(tmp_path, cfg, _cluster(clock), clock)
+    reloader = ConfigReloader(agent, cfg)
+    reloader.check()
+
+    _write(cfg, tmp_path, waterline={"policyFile": str(second)})
+    outcome = reloader.check()
+    assert outcome is not None and outcome.result == "rejected" and str(second) in outcome.error
+    assert agent.config.waterline.policy_file == str(first) and _names(agent) == ["a"]
+    second.write_text(yaml.safe_dump(_policy("z")))  # the config file itself is not touched again
+    outcome = reloader.check()
+    assert outcome is not None and outcome.result == "applied"
+    assert outcome.applied == ("waterline.policyFile",) and _names(agent) == ["z"]
+
+
+def test_dry_run_switches_live_both_ways(tmp_path: Path) -> None:
+    cfg = tmp_path / "agent.yaml"
+    _write(cfg, tmp_path, waterline={"dryRun": True})
+    clock = FakeClock(1_700_000_000.0)
+    cluster = _cluster(clock)
+    cluster.create("Pod", _pod("be", BE, qos="BestEffort", containers={"app": "c1" * 32}))
+    cluster.create("WaterlinePolicy", _policy("cpu-guard"))
+    agent = _agent(tmp_path, cfg, cluster, clock)
+    assert agent.runtime is not None and agent.runtime.dry_run and agent.runtime.actuators is None
+    reloader = ConfigReloader(agent, cfg)
+    reloader.check()
+    _two_ticks(agent, tmp_path, clock)
+    report = agent.waterline_once()
+    assert report is not None and report.dry_run and report.actions and cluster.evictions == []
+    _write(cfg, tmp_path, waterline={"dryRun": False})
+    outcome = reloader.check()
+    assert outcome is not None and outcome.applied == ("waterline.dryRun",)
+    assert not agent.runtime.dry_run and agent.runtime.actuators is not None
+    report = agent.waterline_once()
+    assert report is not None and not report.dry_run and cluster.evictions[0] == "default/be"
+    _write(cfg, tmp_path, waterline={"dryRun": True})
+    assert reloader.check() is not None and agent.runtime.dry_run
