@@ -23,7 +23,7 @@ KNOWN_FIELDS = frozenset({
     "resourceWeights", "anomalyCondition", "numberOfNodes", "nodeSelector", "evictableNamespaces", "podSelectors",
     "nodeFit", "nodeMetricExpirationSeconds", "dryRun", "paused", "maxEvictionsPerNode", "maxEvictionsPerNamespace",
     "maxEvictionsPerWorkload", "maxEvictionsTotal", "relievedNodeCooldownSeconds", "workloadCooldownSeconds",
-    "reservationSeconds", "intervalSeconds", "maxDestinationChecks",
+    "reservationSeconds", "intervalSeconds", "maxDestinationChecks", "maxEvictionsPercent", "maxEvictionsWindowSeconds",
 })
 _ANOMALY_FIELDS = frozenset({"consecutiveAbnormalities", "consecutiveNormalities", "timeout"})
 
@@ -72,6 +72,9 @@ class RebalanceArgs:
     reservation_seconds: float = 300.0
     interval_seconds: float = 60.0
     max_destination_checks: int = 20
+    # across rounds: evictions within any window, as a percent of the pods on the selected nodes (0: no limit)
+    max_evictions_percent: float = 1.0
+    max_evictions_window_seconds: float = 3600.0
 
     @property
     def resources(self) -> tuple[str, ...]:
@@ -249,7 +252,20 @@ def parse_rebalance_args(raw: Mapping[str, Any], *, source: str = "rebalancer ar
                                      source),
         interval_seconds=_positive(raw.get("intervalSeconds"), "intervalSeconds", d.interval_seconds, source),
         max_destination_checks=_count(raw, "maxDestinationChecks", d.max_destination_checks, source, 1),
+        max_evictions_percent=_fraction_percent(raw.get("maxEvictionsPercent"), "maxEvictionsPercent",
+                                                d.max_evictions_percent, source),
+        max_evictions_window_seconds=_positive(raw.get("maxEvictionsWindowSeconds"), "maxEvictionsWindowSeconds",
+                                               d.max_evictions_window_seconds, source),
     )
+
+
+def _fraction_percent(raw: Any, key: str, default: float, source: str) -> float:
+    """A percent that may have a fraction (``0.5``), in 0..100."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 100:
+        raise ConfigError(f"must be a percent in 0..100, got {raw!r}", field=key, source=source)
+    return float(raw)
 
 
 def _positive(raw: Any, key: str, default: float, source: str) -> float:

@@ -14,8 +14,8 @@ def _plan(c: Cluster, rb: Rebalancer | None = None, now: float = T0 + 10, **kw: 
     return rb.plan(c.snapshot(), now)
 
 
-def _hot_and_cool() -> Cluster:
-    c = Cluster(cpu=10, memory=32)
+def _hot_and_cool(memory: int = 32) -> Cluster:
+    c = Cluster(cpu=10, memory=memory)
     for n in ("hot", "cool", "warm"):
         c.node(n)
     c.pod("a", "hot", 3000)
@@ -149,3 +149,35 @@ def test_without_nodefit_the_coolest_open_node_is_taken_unproven() -> None:
     plan = _plan(c, nodeFit=False)
     assert [(m.pod, m.destination) for m in plan.moves] == [("default/big", "cool")]
     assert plan.checks == 1
+
+
+def test_a_pod_too_small_for_the_excess_is_passed_over_for_one_that_cools_the_source() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cool2"):
+        c.node(n)
+    c.pod("be", "hot", 500, priority=5500)  # batch class: first in Koordinator's order, but 75% -> 70% stays hot
+    c.pod("svc", "hot", 2000, priority=9500)  # 75% -> 55%
+    c.pod("rest", "hot", 5000, priority=9500, owner="")  # a bare pod: never moved
+    plan = _plan(c)
+    assert keys(plan.moves) == ["default/svc"]
+    assert "too small" in {s.pod: s.why for s in plan.skipped}["default/be"]
+    # with room for two moves off the node, two pods its size would take 10% off: enough, so it goes first, and
+    # the service follows since the node (70%) stays hot
+    two = _plan(c, maxEvictionsPerNode=2)
+    assert keys(two.moves) == ["default/be", "default/svc"]
+
+
+def test_the_budget_across_rounds_counts_the_evictions_of_the_window() -> None:
+    c = _hot_and_cool(memory=128)  # room for the requests of the idle pods
+    for i in range(95):  # 100 pods in all: 2% of them is two evictions per window
+        c.pod(f"idle{i}", "cool", 1, 0, owner="", request="1m")
+    rb = Rebalancer(parse_rebalance_args(args(maxEvictionsPercent=2, maxEvictionsWindowSeconds=600,
+                                              relievedNodeCooldownSeconds=0, workloadCooldownSeconds=0)), conf())
+    first = _plan(c, rb)
+    assert len(first.moves) == 1
+    rb.record(first.moves[0], T0 + 10)
+    rb.record(first.moves[0], T0 + 20)  # a second eviction in the window (of another round)
+    held = _plan(c, rb, now=T0 + 60)
+    assert held.moves == [] and "maxEvictionsPercent (2% of the pods per 600 s)" in held.skipped[0].why
+    c.updated = dict.fromkeys(c.updated, T0 + 600)  # fresh NodeMetrics for the later round
+    assert len(_plan(c, rb, now=T0 + 615).moves) == 1  # the first eviction left the window
