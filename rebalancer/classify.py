@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from common.objects import NodeMetricView, NodeView
 from common.qos import PriorityClass
@@ -38,6 +38,11 @@ class Thresholds:
     high: Mapping[str, float]
     prod_low: Mapping[str, float]
     prod_high: Mapping[str, float]
+    destination: Mapping[str, float] = field(default_factory=dict)  # a resource not named: its high threshold
+
+    def destination_limit(self, resource: str) -> float:
+        """How full a destination may get in ``resource``."""
+        return self.destination.get(resource, self.high[resource])
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +92,21 @@ def _mean(loads: Sequence[NodeLoad], resource: str, prod: bool) -> float:
 
 def thresholds(args: RebalanceArgs, loads: Sequence[NodeLoad]) -> Thresholds:
     """The configured percents, or with ``useDeviationThresholds`` the cluster mean (over the fresh nodes) minus the
-    low and plus the high deviation, clamped to 0..100."""
+    low and plus the high (and destination) deviation, clamped to 0..100."""
     if not args.use_deviation_thresholds:
         as_float = {k: float(v) for k, v in args.low_thresholds.items()}
         return Thresholds(as_float, {k: float(v) for k, v in args.high_thresholds.items()},
                           {k: float(v) for k, v in args.prod_low_thresholds.items()},
-                          {k: float(v) for k, v in args.prod_high_thresholds.items()})
+                          {k: float(v) for k, v in args.prod_high_thresholds.items()},
+                          {k: float(v) for k, v in args.destination_thresholds.items()})
     fresh = [n for n in loads if n.fresh]
 
     def around(devs: Mapping[str, int], sign: int, prod: bool) -> dict[str, float]:
         return {r: min(100.0, max(0.0, _mean(fresh, r, prod) + sign * d)) for r, d in devs.items()}
 
     return Thresholds(around(args.low_thresholds, -1, False), around(args.high_thresholds, 1, False),
-                      around(args.prod_low_thresholds, -1, True), around(args.prod_high_thresholds, 1, True))
+                      around(args.prod_low_thresholds, -1, True), around(args.prod_high_thresholds, 1, True),
+                      around(args.destination_thresholds, 1, False))
 
 
 def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None = None,

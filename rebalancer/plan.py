@@ -156,7 +156,9 @@ class Rebalancer:
         if not sources:
             plan.note = "no node confirmed hot"
             return plan
-        closed = frozenset(n for n, k in classes.items() if k in (NodeClass.HIGH, NodeClass.STALE))
+        shut = (NodeClass.HIGH, NodeClass.STALE, NodeClass.APPROPRIATE) if args.low_destinations_only else (
+            NodeClass.HIGH, NodeClass.STALE)
+        closed = frozenset(n for n, k in classes.items() if k in shut)
         reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
                     for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
         rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,

@@ -181,3 +181,19 @@ def test_the_budget_across_rounds_counts_the_evictions_of_the_window() -> None:
     assert held.moves == [] and "maxEvictionsPercent (2% of the pods per 600 s)" in held.skipped[0].why
     c.updated = dict.fromkeys(c.updated, T0 + 600)  # fresh NodeMetrics for the later round
     assert len(_plan(c, rb, now=T0 + 615).moves) == 1  # the first eviction left the window
+
+
+def test_destination_thresholds_keep_the_destination_clearly_cool() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cooler"):
+        c.node(n)
+    c.pod("p", "hot", 2500)
+    c.pod("q", "hot", 5000, owner="")
+    c.pod("r", "cool", 3000, owner="")  # 30% + 25% = 55%: below the high threshold (65%), above 50%
+    c.pod("s", "cooler", 2000, owner="")  # 20% + 25% = 45%
+    assert [m.destination for m in _plan(c).moves] in (["cool"], ["cooler"])
+    plan = _plan(c, destinationThresholds={"cpu": 50})
+    assert [(m.pod, m.destination) for m in plan.moves] == [("default/p", "cooler")]
+    assert plan.moves[0].destination_after["cpu"] == 45.0
+    c.pod("t", "cooler", 1000, owner="")  # 30% + 25%: now neither stays at or below 50%
+    assert _plan(c, destinationThresholds={"cpu": 50}).moves == []
