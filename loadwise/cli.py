@@ -31,7 +31,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``command`` (a subcommand's name) only that subcommand's module is imported and
+    its options known, so one command does not pay for importing every other's dependencies."""
     parser = argparse.ArgumentParser(
         prog="loadwise",
         description="Load-aware scheduling and node QoS for Kubernetes.",
@@ -40,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
+        if command is not None and name != command:
+            continue
         mod = importlib.import_module(module)
         mod.add_arguments(p)
         add_logging_flags(p)
@@ -48,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(words[0] if words and words[0] in SUBCOMMANDS else None)
+    args = parser.parse_args(words)
     if not getattr(args, "command", None):
         parser.print_usage(sys.stderr)
         print(f"{parser.prog}: error: a command is required ({', '.join(SUBCOMMANDS)}); --help describes them",

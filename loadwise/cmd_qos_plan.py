@@ -110,13 +110,13 @@ def _print_text(r: TickReport, why: TickWhy, index: int | None) -> None:
             print(f"  {label}: {', '.join(items)}")
     if r.order:
         print(f"  order: {', '.join(r.order)}")
-    for a in d["actions"]:
-        released = ", ".join(f"{k}={v}" for k, v in a["released"].items())
-        if a["action"] == "evict":
-            print(f"  evict {a['pod']} grace={a['gracePeriodSeconds']}s released[{released}]")
+    for a in r.actions:
+        released = ", ".join(f"{k}={v}" for k, v in a.to_json()["released"].items())
+        if a.action == "evict":
+            print(f"  evict {a.pod} grace={a.grace_period_seconds}s released[{released}]")
         else:
-            print(f"  throttle {a['direction']} {a['pod']}/{a['container']} quota {a['previousCpuQuota']} -> "
-                  f"{a['cpuQuota']}/{a['cpuPeriod']}us released[{released}]")
+            quotas = ", ".join(q.describe() for q in a.containers)
+            print(f"  throttle {a.direction} {a.pod} quota {quotas} released[{released}]")
     for s in r.skipped:
         print(f"  skipped {s.action} {s.pod}: {s.reason}")
     for n in r.notes:

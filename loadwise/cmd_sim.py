@@ -179,7 +179,6 @@ def _print_comparisons(stats: dict[str, Any], out: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sim.compare import default_jobs, measure_all
-    from sim.html import render_html
     from sim.measures import seed_table, table
 
     logging.getLogger("agent").setLevel(logging.ERROR)
@@ -198,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
                     {"wall_seconds": round(elapsed, 2), "jobs": jobs, "sources": cites})
     first = next(iter(workloads))
     if args.out is not None:
+        from sim.html import render_html  # matplotlib: imported only when a report is written
+
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "results.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         settings = {**asdict(options), "seeds": ",".join(map(str, workloads)), "jobs": jobs,

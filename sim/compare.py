@@ -20,7 +20,7 @@ from sim.model import Workload
 from sim.record import RunRecord
 from sim.run import Policy, SimOptions, run
 
-__all__ = ["parse_seeds", "run_all", "run_seeds", "summary", "default_jobs", "measure_all"]
+__all__ = ["parse_seeds", "run_all", "run_seeds", "summary", "default_jobs", "measure_all", "longest_first"]
 
 _PROGRESS_EVERY = 20
 
@@ -104,13 +104,25 @@ def run_seeds(
     q = ctx.Queue()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                              initargs=(workloads, q)) as pool:
-        futures = {s: [pool.submit(_run_in_worker, s, p, options) for p in policies] for s in workloads}
-        every = [f for fs in futures.values() for f in fs]
-        while not all(f.done() for f in every):
+        futures = {(s, k): pool.submit(_run_in_worker, s, policies[k], options)
+                   for s, k in longest_first(workloads, policies)}
+        while not all(f.done() for f in futures.values()):
             _drain(q, progress, wait=0.2)
         while _drain(q, progress, wait=0):
             pass
-        return {s: [f.result() for f in fs] for s, fs in futures.items()}
+        return {s: [futures[s, k].result() for k in range(len(policies))] for s in workloads}
+
+
+def longest_first(workloads: Mapping[int, Workload], policies: Sequence[Policy]) -> list[tuple[int, int]]:
+    """(seed, policy index) of every run, the likely longest first, so no long run starts last and leaves the
+    other cores idle at the end: runs with waterlines, then with node agents (their reports), then the rest,
+    each on the larger workloads first."""
+    def cost(run: tuple[int, int]) -> tuple[bool, bool, int]:
+        seed, k = run
+        policy = policies[k]
+        return bool(policy.waterline), policy.node_agents, len(workloads[seed].pods)
+
+    return sorted(((s, k) for s in workloads for k in range(len(policies))), key=cost, reverse=True)
 
 
 def run_all(

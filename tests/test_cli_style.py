@@ -117,3 +117,13 @@ def test_credentials_follow_kubectls_order(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("KUBECONFIG", "/a:/b")
     assert credentials_source(None) == "/a:/b"
     assert credentials_source("/flag") == "/flag"
+
+
+def test_a_command_imports_neither_the_other_commands_nor_the_report_plotting() -> None:
+    """``loadwise sim`` (no ``--out``) starts without importing the other subcommands' modules or matplotlib."""
+    code = ("import sys; from loadwise.cli import main; main(['sim', '--nodes', '2', '--hours', '0.05', "
+            "'--compare', 'requests', '--no-progress', '-o', 'json']); "
+            "print('LOADED', sorted(m for m in sys.modules if m == 'matplotlib' or m.startswith('loadwise.cmd_')), "
+            "file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert "LOADED ['loadwise.cmd_sim']" in out.stderr, out.stderr[-2000:]

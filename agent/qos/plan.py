@@ -20,6 +20,7 @@ from agent.qos.records import (
     ActionRecord,
     ActResult,
     Actuators,
+    ContainerQuota,
     EngineMemory,
     EvictionRateLimit,
     Outcome,
@@ -47,6 +48,7 @@ __all__ = [
     "ThrottleMemo",
     "EngineMemory",
     "ActionRecord",
+    "ContainerQuota",
     "SkipRecord",
     "PlanResult",
     "Waterline",
@@ -296,6 +298,7 @@ class _Run:
 
     # -- throttle (docs/design/waterline.md §6.4, §6.5) ----------------------------------------------------------------
     def _write(self, c: _Candidate, container: ContainerState, step: Step, direction: str) -> bool:
+        """Write one container's quota and remember it for restore; a failed write is an error of the tick."""
         pod = c.pod
         res = self.act.set_cpu_quota(pod, container, step.quota_us, step.period_us)
         if not res.ok:
@@ -317,16 +320,14 @@ class _Run:
                 step.quota_us < 0 or (memo.original_quota_us > 0 and step.quota_us >= memo.original_quota_us)
             ):
                 del self.memory.throttled[key]
-        self.out.actions.append(ActionRecord(
-            pod.key, "throttle", tuple(c.rules), {CPU_TOTAL_USAGE: step.released_milli}, direction=direction,
-            container=container.name, cpu_quota_us=step.quota_us, cpu_period_us=step.period_us,
-            previous_quota_us=container.cpu_quota_us,
-        ))
         return True
 
     def _step_pod(self, c: _Candidate, direction: str, *, jump: bool = False, budget: Fraction | None = None) -> Fraction:
-        """Step each container of one pod; ``budget`` (the gap left, millicores) is shared by CPU usage."""
-        released = Fraction(0)
+        """Step each container of one pod and record one pod action listing the quotas written.
+
+        ``budget`` (the gap left, millicores) is shared among the containers by their CPU usage.
+        """
+        written: list[ContainerQuota] = []
         total = sum(ct.cpu_usage_milli for ct in c.pod.containers)
         for container in c.pod.containers:
             share = None
@@ -334,7 +335,12 @@ class _Run:
                 share = budget * container.cpu_usage_milli / total if total else budget / len(c.pod.containers)
             step = self._container_step(c, container, direction, jump=jump, share=share)
             if step is not None and self._write(c, container, step, direction):
-                released += step.released_milli
+                written.append(ContainerQuota(container.name, container.cpu_quota_us, step.quota_us, step.period_us,
+                                              step.released_milli, share))
+        released = sum((q.released_milli for q in written), Fraction(0))
+        if written:
+            self.out.actions.append(ActionRecord(c.pod.key, "throttle", tuple(c.rules), {CPU_TOTAL_USAGE: released},
+                                                 direction=direction, containers=tuple(written)))
         return released
 
     def _container_step(

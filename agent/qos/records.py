@@ -21,6 +21,7 @@ __all__ = [
     "EvictionRateLimit",
     "ThrottleMemo",
     "EngineMemory",
+    "ContainerQuota",
     "ActionRecord",
     "SkipRecord",
     "PlanResult",
@@ -118,26 +119,61 @@ class EngineMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerQuota:
+    """One container's CFS quota change inside a pod's throttle action.
+
+    ``gap_share`` is the part of the node's distance to the settling target given to this container
+    (millicores, split by the containers' CPU usage); ``None`` when the step had no gap to share (a
+    pressure rule, a missing usage metric, or a jump back to the original quota).
+    """
+
+    name: str
+    previous_quota_us: int
+    quota_us: int
+    period_us: int
+    released_milli: Fraction
+    gap_share_milli: Fraction | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        share = None if self.gap_share_milli is None else _number(self.gap_share_milli)
+        return {"name": self.name, "previousCpuQuota": self.previous_quota_us, "cpuQuota": self.quota_us,
+                "cpuPeriod": self.period_us, "gapShare": share, "released": _number(self.released_milli)}
+
+    def describe(self) -> str:
+        """``main -1 -> 225000/100000us (gap share 250m)``: the change as events and ``qos-plan`` print it."""
+        text = f"{self.name} {self.previous_quota_us} -> {self.quota_us}/{self.period_us}us"
+        if self.gap_share_milli is None:
+            return text
+        return f"{text} (gap share {_number(self.gap_share_milli)}m)"
+
+
+@dataclass(frozen=True, slots=True)
 class ActionRecord:
+    """One pod-level decision: an eviction, or a throttle step carrying each container's quota change.
+
+    A throttle is one action per pod however many containers it has (one event, one count); the cgroup
+    writes behind it stay per container, and only the accepted ones are listed in ``containers``.
+    """
+
     pod: str
     action: str  # evict | throttle
     rules: tuple[str, ...]
     released: dict[str, Fraction]
     grace_period_seconds: int | None = None
     direction: str = ""  # down | up (throttle)
-    container: str = ""
-    cpu_quota_us: int = 0
-    cpu_period_us: int = 0
-    previous_quota_us: int = 0
+    containers: tuple[ContainerQuota, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         released = {k: _number(v) for k, v in sorted(self.released.items())}
         if self.action == "evict":
             return {"pod": self.pod, "action": "evict", "gracePeriodSeconds": self.grace_period_seconds,
                     "released": released, "rules": list(self.rules)}
-        return {"pod": self.pod, "action": "throttle", "direction": self.direction, "container": self.container,
-                "cpuQuota": self.cpu_quota_us, "cpuPeriod": self.cpu_period_us,
-                "previousCpuQuota": self.previous_quota_us, "released": released, "rules": list(self.rules)}
+        return {"pod": self.pod, "action": "throttle", "direction": self.direction,
+                "containers": [c.to_json() for c in self.containers], "released": released, "rules": list(self.rules)}
+
+    def decision(self) -> tuple[str, str, str, tuple[tuple[str, int], ...]]:
+        """What identifies the decision across ticks: the pod, the action and the quotas it writes."""
+        return self.pod, self.action, self.direction, tuple((c.name, c.quota_us) for c in self.containers)
 
 
 @dataclass(frozen=True, slots=True)

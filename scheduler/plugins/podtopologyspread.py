@@ -69,11 +69,20 @@ def matcher_matches(matcher: Matcher, pod: PodView) -> bool:
     return all((ns is None or pod.namespace in ns) and sel.matches(pod.labels) for ns, sel in matcher)
 
 
+GroupKey = tuple[str, frozenset[tuple[str, str]]]
+
+
+def _group_key(pod: PodView) -> GroupKey:
+    """What makes pods alike to every matcher: their namespace and labels."""
+    return pod.namespace, frozenset(pod.labels.items())
+
+
 @dataclass(frozen=True, slots=True)
 class _Placed:
     pod: PodView
     node: int
     terminating: bool
+    group: GroupKey
 
 
 class _NodeSeed:
@@ -112,28 +121,47 @@ def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStat
     terminating = status is TaskStatus.RELEASING or pod.deleting
     got: list[Any] | None = memo.get(pod)
     if got is None:
-        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None])
+        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None, _group_key(pod)])
     placed = got[2]
     if placed is None or placed.node != idx or placed.terminating != terminating:
-        placed = got[2] = _Placed(pod, idx, terminating)
+        placed = got[2] = _Placed(pod, idx, terminating, got[3])
     return placed, got[0], got[1]
 
 
 class _Group:
     """The placed pods of one namespace with the very same labels (a matcher matches all of them or none), counted
-    per node row: all of them, and those not terminating."""
+    per node row: all of them, and those not terminating; ``targets`` are the per-node counts of the matchers that
+    match the group, which a pod of it entering or leaving a node moves."""
 
-    __slots__ = ("pod", "every", "live")
+    __slots__ = ("pod", "every", "live", "targets")
 
-    def __init__(self, pod: PodView) -> None:
+    def __init__(self, pod: PodView, targets: list[tuple[IntArray, IntArray]]) -> None:
         self.pod = pod
         self.every: dict[int, int] = {}
         self.live: dict[int, int] = {}
+        self.targets = targets
 
     def add(self, p: _Placed, delta: int) -> None:
-        self.every[p.node] = self.every.get(p.node, 0) + delta
+        node = p.node
+        self.every[node] = self.every.get(node, 0) + delta
         if not p.terminating:
-            self.live[p.node] = self.live.get(p.node, 0) + delta
+            self.live[node] = self.live.get(node, 0) + delta
+        for every, live in self.targets:
+            every[node] += delta
+            if not p.terminating:
+                live[node] += delta
+
+
+def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:
+    """Label pairs one of which every pod the matcher matches carries: the values of its narrowest ``In``
+    requirement (None when it has none, and then any pod may match)."""
+    best: tuple[str, ...] | None = None
+    key = ""
+    for _, sel in matcher:
+        for r in sel.requirements:
+            if r.operator == "In" and (best is None or len(r.values) < len(best)):
+                best, key = r.values, r.key
+    return None if best is None else [(key, v) for v in best]
 
 
 def _add_counts(target: IntArray, counts: Mapping[int, int]) -> None:
@@ -164,8 +192,10 @@ class PodIndex:
         self.with_affinity: dict[str, _Placed] = {}
         self.with_host_ports: dict[str, _Placed] = {}
         # the placed pods by namespace and labels, made when the first matcher is counted (pods of a few workloads
-        # make a few groups, so a matcher is tried once per group, not once per pod); the key per pod object is kept
-        self._groups: dict[tuple[str, frozenset[tuple[str, str]]], _Group] | None = None
+        # make a few groups, so a matcher is tried once per group, not once per pod); the key per pod object is kept;
+        # the groups by label pair, so a matcher is tried only on the groups carrying one of its required pairs
+        self._groups: dict[GroupKey, _Group] | None = None
+        self._by_pair: dict[tuple[str, str], list[_Group]] = {}
         self._group_keys = ssn.memo.table("podindex.group")
         self._seed(ssn)
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
@@ -247,6 +277,7 @@ class PodIndex:
         """``sync`` of every task on a node in turn, from an empty index (and nothing kept for the next session)."""
         ssn.memo.set_value(_NODES_KEY, None)
         self._groups = None
+        self._by_pair.clear()
         self._placed.clear()
         self.with_affinity.clear()
         self.with_host_ports.clear()
@@ -280,29 +311,27 @@ class PodIndex:
             self._apply(task.uid, prev, -1)
             del self._placed[task.uid]
         if idx is not None:
-            placed = _Placed(task.pod, idx, terminating)
+            key: GroupKey | None = self._group_keys.get(task.pod)
+            if key is None:
+                key = self._group_keys.put(task.pod, _group_key(task.pod))
+            placed = _Placed(task.pod, idx, terminating, key)
             self._placed[task.uid] = placed
             self._apply(task.uid, placed, 1)
 
-    def _group(self, pod: PodView) -> _Group:
+    def _group(self, p: _Placed) -> _Group:
         assert self._groups is not None
-        key: tuple[str, frozenset[tuple[str, str]]] | None = self._group_keys.get(pod)
-        if key is None:
-            key = self._group_keys.put(pod, (pod.namespace, frozenset(pod.labels.items())))
-        group = self._groups.get(key)
+        group = self._groups.get(p.group)
         if group is None:
-            group = self._groups[key] = _Group(pod)
+            targets = [hit for matcher, hit in self._counts.items() if matcher_matches(matcher, p.pod)]
+            group = self._groups[p.group] = _Group(p.pod, targets)
+            for pair in p.group[1]:
+                self._by_pair.setdefault(pair, []).append(group)
         return group
 
     def _apply(self, uid: str, p: _Placed, delta: int) -> None:
         self.pod_count[p.node] += delta
         if self._groups is not None:
-            self._group(p.pod).add(p, delta)
-        for matcher, (every, live) in self._counts.items():
-            if matcher_matches(matcher, p.pod):
-                every[p.node] += delta
-                if not p.terminating:
-                    live[p.node] += delta
+            self._group(p).add(p, delta)
         if _has_pod_affinity(p.pod):
             if delta > 0:
                 self.with_affinity[uid] = p
@@ -321,16 +350,25 @@ class PodIndex:
             if self._groups is None:
                 self._groups = {}
                 for p in self._placed.values():
-                    self._group(p.pod).add(p, 1)
-            every = np.zeros(self.n, dtype=np.int64)
-            live = np.zeros(self.n, dtype=np.int64)
-            for group in self._groups.values():
+                    self._group(p).add(p, 1)
+            hit = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
+            for group in self._candidates(matcher):
                 if matcher_matches(matcher, group.pod):
-                    _add_counts(every, group.every)
-                    _add_counts(live, group.live)
-            hit = (every, live)
+                    _add_counts(hit[0], group.every)
+                    _add_counts(hit[1], group.live)
+                    group.targets.append(hit)
             self._counts[matcher] = hit
         return hit[0] if include_terminating else hit[1]
+
+    def _candidates(self, matcher: Matcher) -> list[_Group]:
+        """The groups ``matcher`` may match: those carrying one of its required label pairs, or every group."""
+        assert self._groups is not None
+        pairs = _required_pairs(matcher)
+        if pairs is None:
+            return list(self._groups.values())
+        if len(pairs) == 1:
+            return self._by_pair.get(pairs[0], [])
+        return list({id(g): g for pair in pairs for g in self._by_pair.get(pair, [])}.values())
 
 
 def port_number(raw: Any) -> int:

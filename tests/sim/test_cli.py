@@ -10,7 +10,7 @@ import pytest
 
 from common.config import ConfigError
 from loadwise.cli import main
-from sim.compare import parse_seeds
+from sim.compare import longest_first, parse_seeds, run_seeds
 from sim.measures import measure
 from sim.policies import BUILTIN, DEFAULT_COMPARE, load_policies, parse_assignments
 from sim.run import SimOptions, Simulation, run
@@ -172,3 +172,25 @@ def test_several_seeds_give_mean_min_max_per_measure(tmp_path: Path, capsys: pyt
                "--no-progress"])
     assert rc == 0
     assert "mean [min - max] over seeds 1,2" in capsys.readouterr().out
+
+
+def test_runs_start_longest_first_and_come_back_in_the_order_asked() -> None:
+    """Waterline runs go to the workers first, then runs with node agents, each on the larger workload first; the
+    records still come back per seed in the order of the policies, equal to those of a serial run."""
+    from sim.policies import load_policies
+    from sim.run import SimOptions
+    from sim.synthetic import SyntheticConfig, generate
+
+    policies = load_policies(["kube-default", "loadaware-waterline", "loadaware"])
+    workloads = {s: generate(SyntheticConfig(nodes=3, hours=24.0, seed=s)).window(13 * 3600.0, 13.1 * 3600.0)
+                 for s in (1, 2)}
+    big = max(workloads, key=lambda s: len(workloads[s].pods))
+    small = min(workloads, key=lambda s: len(workloads[s].pods))
+    assert len(workloads[big].pods) > len(workloads[small].pods)
+    assert longest_first(workloads, policies) == [(big, 1), (small, 1), (big, 2), (small, 2), (big, 0), (small, 0)]
+    options = SimOptions(hours=0.1, start_hour=13.0)
+    parallel = run_seeds(workloads, policies, options, jobs=2)
+    serial = run_seeds(workloads, policies, options, jobs=1)
+    for s in workloads:
+        assert [r.policy for r in parallel[s]] == ["kube-default", "loadaware-waterline", "loadaware"]
+        assert [r.bindings for r in parallel[s]] == [r.bindings for r in serial[s]]

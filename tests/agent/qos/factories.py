@@ -133,3 +133,14 @@ def policy_dict(
 
 def policy(*rules: dict[str, Any], **kw: Any) -> WaterlinePolicy:
     return WaterlinePolicy.parse(policy_dict(*rules, **kw))
+
+
+THROTTLE_20 = {"name": "throttle", "throttle": {"cpuThrottle": {"stepCPURatio": 20}}}
+
+
+def three_container_pod(app: tuple[int, int] = (2200, -1), sidecar: tuple[int, int] = (1100, 120_000),
+                        log: tuple[int, int] = (1100, -1)) -> PodState:
+    """``default/web`` with containers app, sidecar and log, each given as (CPU usage millicores, quota µs)."""
+    containers = tuple(container(name, usage=u, quota=q) for name, (u, q) in
+                       (("app", app), ("sidecar", sidecar), ("log", log)))
+    return pod("web", cpu=sum(c.cpu_usage_milli for c in containers), containers=containers)

@@ -7,16 +7,37 @@ from fractions import Fraction
 from typing import Any
 
 from agent.qos.detect import Detector, RuleResult, Status
-from agent.qos.plan import ActResult, EngineMemory, EvictionRateLimit, Outcome, Waterline, execute, gap_for
+from agent.qos.plan import (
+    ActResult,
+    ContainerQuota,
+    EngineMemory,
+    EvictionRateLimit,
+    Outcome,
+    PlanResult,
+    Waterline,
+    execute,
+    gap_for,
+)
 from agent.qos.state import ContainerState, NodeState, PodState
 from common.waterline import WaterlinePolicy
-from tests.agent.qos.factories import EVICT, THROTTLE, container, node, pod, policy, rule
+from tests.agent.qos.factories import (
+    EVICT,
+    THROTTLE,
+    THROTTLE_20,
+    container,
+    node,
+    pod,
+    policy,
+    rule,
+    three_container_pod,
+)
 
 
 @dataclass
 class FakeActuators:
     refuse: set[str] = field(default_factory=set)
     fail_quota: set[str] = field(default_factory=set)
+    fail_container: set[str] = field(default_factory=set)
     calls: list[tuple[Any, ...]] = field(default_factory=list)
 
     def evict(self, p: PodState, grace_period_seconds: int) -> ActResult:
@@ -27,7 +48,7 @@ class FakeActuators:
 
     def set_cpu_quota(self, p: PodState, c: ContainerState, quota_us: int, period_us: int) -> ActResult:
         self.calls.append(("quota", p.key, c.name, quota_us))
-        if p.key in self.fail_quota:
+        if p.key in self.fail_quota or c.name in self.fail_container:
             return ActResult(Outcome.FAILED, "EPERM")
         return ActResult(Outcome.ACCEPTED)
 
@@ -36,6 +57,11 @@ class FakeActuators:
 
 
 NO_LIMIT = EvictionRateLimit(max_evictions=1000, per_seconds=10)
+
+
+def _quotas(out: PlanResult) -> list[int]:
+    """The quotas the plan's throttle actions write, container by container."""
+    return [q.quota_us for a in out.actions for q in a.containers]
 
 
 def _fire(pol: WaterlinePolicy, state: NodeState) -> list[RuleResult]:
@@ -176,7 +202,7 @@ def test_throttle_down_precise_single_pass() -> None:
     assert [c[1:] for c in act.calls] == [("default/a", "c", 450_000), ("default/b", "c", 360_000),
                                            ("default/c", "c", 280_000)]
     assert sum(a.released["cpu_total_usage"] for a in out.actions) == 1100
-    assert all(a.direction == "down" and a.previous_quota_us == -1 for a in out.actions)
+    assert all(a.direction == "down" and [q.previous_quota_us for q in a.containers] == [-1] for a in out.actions)
 
 
 def test_throttle_failed_write_releases_nothing() -> None:
@@ -239,15 +265,15 @@ def test_restore_holds_inside_the_dead_band_and_lifts_an_idle_quota() -> None:
     assert tick(5500, 2700, 10).actions == []  # restore tick, but 5500 >= 90 % of 6000: held
     assert tick(5500, 2700, 20).actions == []  # calm tick inside the dead band: held
     out = tick(5000, 2700, 30)  # below 5400 and the quota is used up: one 10 % step (270 < the 700 head-room)
-    assert [a.cpu_quota_us for a in out.actions] == [297_000]
+    assert _quotas(out) == [297_000]
     out = tick(5650, 2970, 40)  # 5650 is inside the dead band: held although the quota is used up
     assert out.actions == []
     out = tick(5380, 2970, 50)  # head-room 5700 - 5380 = 320, more than 10 % of 2970 = 297: the step
-    assert [a.cpu_quota_us for a in out.actions] == [326_700]
+    assert _quotas(out) == [326_700]
     out = tick(5390, 3267, 60)  # head-room 310 < 10 % of 3267: raised by the head-room only
-    assert [a.cpu_quota_us for a in out.actions] == [326_700 + 31_000]
+    assert _quotas(out) == [326_700 + 31_000]
     out = tick(3000, 1000, 70)  # the load stopped: the quota goes straight back to unlimited
-    assert [(a.direction, a.cpu_quota_us) for a in out.actions] == [("up", -1)]
+    assert [(a.direction, q.quota_us) for a in out.actions for q in a.containers] == [("up", -1)]
     assert not mem.throttled
 
 
@@ -267,10 +293,10 @@ def test_restore_tick_steps_up_and_memory_walks_back_to_original() -> None:
     tick(7000, 20)  # 200000 -> 180000 -> 162000 -> 145800 (replayed state: memory overlays our writes)
     assert [c[3] for c in act.calls] == [180_000, 162_000, 145_800]
     out = tick(3000, 30)  # restore tick: one step up
-    assert [(a.direction, a.cpu_quota_us) for a in out.actions] == [("up", 160_380)]
-    assert [a.cpu_quota_us for a in tick(3000, 40).actions] == [176_418]  # calm ticks keep stepping up
-    assert [a.cpu_quota_us for a in tick(3000, 50).actions] == [194_059]
-    assert [a.cpu_quota_us for a in tick(3000, 60).actions] == [200_000]  # capped at the original (= the limit)
+    assert [(a.direction, q.quota_us) for a in out.actions for q in a.containers] == [("up", 160_380)]
+    assert _quotas(tick(3000, 40)) == [176_418]  # calm ticks keep stepping up
+    assert _quotas(tick(3000, 50)) == [194_059]
+    assert _quotas(tick(3000, 60)) == [200_000]  # capped at the original (= the limit)
     assert not mem.throttled
     assert tick(3000, 70).actions == []
 
@@ -309,3 +335,40 @@ def test_finished_pods_are_skipped() -> None:
     done = replace(pod("done", cpu=5000), phase="Succeeded")
     out, act = _plan(pol, node(done, pod("ok", cpu=100)))
     assert act.evicted() == ["default/ok"] and out.skipped[0].reason == "phase Succeeded"
+
+
+def test_a_multi_container_pod_is_one_throttle_action_with_each_containers_quota() -> None:
+    pol = policy(rule(action=THROTTLE_20, restoreThreshold=1))
+    det, mem, act = Detector(), EngineMemory(), FakeActuators()
+
+    def tick(p: PodState, cpu: int, t: float) -> PlanResult:
+        s = node(p, cpu=cpu, t=t)
+        return execute([det.evaluate(pol, r, s) for r in pol.rules], s, mem, act, NO_LIMIT)
+
+    # Down: gap (1 + 0.1)(6100 - 0.95 x 6000) = 440, split by usage 2200:1100:1100 = 220, 110, 110. Each share
+    # binds before the 20 % step: app 2200 - 220 = 1980, sidecar and log 1100 - 110 = 990 millicores.
+    out = tick(three_container_pod(), 6100, 0)
+    (down,) = out.actions
+    assert (down.pod, down.action, down.direction) == ("default/web", "throttle", "down")
+    assert down.containers == (ContainerQuota("app", -1, 198_000, 100_000, Fraction(220), Fraction(220)),
+                               ContainerQuota("sidecar", 120_000, 99_000, 100_000, Fraction(110), Fraction(110)),
+                               ContainerQuota("log", -1, 99_000, 100_000, Fraction(110), Fraction(110)))
+    assert down.released == {"cpu_total_usage": 440}
+    assert [c[2:] for c in act.calls] == [("app", 198_000), ("sidecar", 99_000), ("log", 99_000)]  # still per container
+    # Up, once restored (a live snapshot: each container now uses its whole quota): head-room 5700 - 4000 = 1700,
+    # split 1980:990:990 = 850, 425, 425; each rises one 20 % step, less than its share: 1980 -> 2376, 990 -> 1188.
+    out = tick(three_container_pod((1980, 198_000), (990, 99_000), (990, 99_000)), 4000, 10)
+    (up,) = out.actions
+    assert up.direction == "up" and up.released == {"cpu_total_usage": 396 + 198 + 198}
+    assert up.containers == (ContainerQuota("app", 198_000, 237_600, 100_000, Fraction(396), Fraction(850)),
+                             ContainerQuota("sidecar", 99_000, 118_800, 100_000, Fraction(198), Fraction(425)),
+                             ContainerQuota("log", 99_000, 118_800, 100_000, Fraction(198), Fraction(425)))
+
+
+def test_a_failed_container_write_is_left_out_of_the_pod_action() -> None:
+    pol = policy(rule(action=THROTTLE_20))
+    act = FakeActuators(fail_container={"sidecar"})
+    out, _ = _plan(pol, node(three_container_pod(), cpu=6100), act)
+    (action,) = out.actions
+    assert [q.name for q in action.containers] == ["app", "log"] and action.released == {"cpu_total_usage": 330}
+    assert out.errors == ["throttle down default/web/sidecar: failed EPERM"]

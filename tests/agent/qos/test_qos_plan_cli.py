@@ -60,28 +60,36 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: Any, state:
     return rc, json.loads(out) if "-o" in extra else out
 
 
+def _quota(action: dict[str, Any]) -> int:
+    """The quota of a one-container pod's throttle action."""
+    (container,) = action["containers"]
+    return int(container["cpuQuota"])
+
+
 def test_multi_tick_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out = _run(tmp_path, capsys, POLICY, STATE, "-o", "json")
     assert rc == 0 and isinstance(out, list) and len(out) == 4
     t0, t1, t2, t3 = out
     assert t0["triggered"] == [] and t0["scheduling"] == "enabled" and t0["actions"] == []
-    # tick 1: both rules fire; evict gap (1.1)(7500-7000)=550 -> big (2000m) closes it; throttle gap
-    # (1.1)(7500-5000)=2750, big was just evicted so only small is stepped: 500m*0.8 = 400m
+    # tick 1: both rules fire; evict gap (1.1)(7500-7000)=550 -> big (2000m) closes it; throttle gap to the
+    # settling target (1.1)(7500-0.95*5000)=3025, big was just evicted so small alone is stepped: 500m*0.8 = 400m
     assert t1["triggered"] == ["colocation.cpu-throttle", "colocation.cpu-evict"]
     assert t1["order"] == ["batch/big", "batch/small"]
     assert t1["actions"][0] == {"pod": "batch/big", "action": "evict", "gracePeriodSeconds": 15,
                                 "released": {"cpu_total_usage": 2000}, "rules": ["colocation.cpu-evict"]}
     throttle = t1["actions"][1]
-    assert {k: throttle[k] for k in ("pod", "action", "direction", "container", "cpuQuota", "cpuPeriod", "released")} \
-        == {"pod": "batch/small", "action": "throttle", "direction": "down", "container": "main",
-            "cpuQuota": 40000, "cpuPeriod": 100000, "released": {"cpu_total_usage": 100}}
+    assert {k: throttle[k] for k in ("pod", "action", "direction", "containers", "released")} \
+        == {"pod": "batch/small", "action": "throttle", "direction": "down",
+            "containers": [{"name": "main", "previousCpuQuota": -1, "cpuQuota": 40000, "cpuPeriod": 100000,
+                            "gapShare": 3025, "released": 100}],
+            "released": {"cpu_total_usage": 100}}
     assert t1["scheduling"] == "disabled"
     # tick 2: under both waterlines -> restored; the throttled container steps back up by 20%
     assert t2["restored"] == ["colocation.cpu-throttle", "colocation.cpu-evict"]
-    assert [(a["direction"], a["cpuQuota"]) for a in t2["actions"]] == [("up", 48000)]
+    assert [(a["direction"], _quota(a)) for a in t2["actions"]] == [("up", 48000)]
     assert t2["scheduling"] == "disabled"  # cool-down 300 s of the evict action (max over the rules)
     # tick 3: calm tick keeps walking the quota back until the original (unlimited) is reached
-    assert [(a["direction"], a["cpuQuota"]) for a in t3["actions"]] == [("up", 57600)]
+    assert [(a["direction"], _quota(a)) for a in t3["actions"]] == [("up", 57600)]
 
 
 def test_single_state_is_one_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,7 +122,7 @@ def test_invalid_state_and_text_output(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["qos-plan", "--policy", str(tmp_path / "p.yaml"), "--state", str(tmp_path / "s.json")]) == 2
     assert "pods[0].usage.cpu" in capsys.readouterr().err
     rc, text = _run(tmp_path, capsys, POLICY, STATE)
-    assert rc == 0 and "evict batch/big grace=15s" in text and "throttle down batch/small/main quota -1 -> 40000" in text
+    assert rc == 0 and "evict batch/big grace=15s" in text and "throttle down batch/small quota main -1 -> 40000/100000us" in text
 
 
 def test_pressure_in_the_state_drives_a_pressure_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,7 +137,33 @@ def test_pressure_in_the_state_drives_a_pressure_rule(tmp_path: Path, capsys: py
     stalled, calm = out
     assert stalled["triggered"] == ["colocation.stall"]
     # Stall has no per-pod gap: every candidate is stepped down once (20 %), and back up once it restores.
-    assert sorted((a["pod"], a["direction"], a["cpuQuota"]) for a in stalled["actions"]) == [
+    assert sorted((a["pod"], a["direction"], _quota(a)) for a in stalled["actions"]) == [
         ("batch/big", "down", 160_000), ("batch/small", "down", 40_000)]
     assert calm["restored"] == ["colocation.stall"]
     assert sorted((a["pod"], a["direction"]) for a in calm["actions"]) == [("batch/big", "up"), ("batch/small", "up")]
+
+
+def test_a_two_container_pod_is_one_action_line_and_one_json_object(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = json.loads(json.dumps(POLICY))
+    policy["spec"]["objectiveEnsurances"] = [{**policy["spec"]["objectiveEnsurances"][0], "avoidanceThreshold": 1}]
+    duo = _pod("duo", "2")
+    duo["containers"] = [{"name": "main", "usage": {"cpu": "1500m"}, "cpuQuota": -1, "cpuPeriod": 100000},
+                         {"name": "side", "usage": {"cpu": "500m"}, "cpuQuota": -1, "cpuPeriod": 100000}]
+    state = {"now": STATE["now"], "node": {"name": "n1", "labels": {"pool": "colocation"},
+                                           "metrics": {"cpu_core_numbers": 8, "cpu_total_usage": 5500}},
+             "pods": [duo]}
+    # Gap (1.1)(5500 - 0.95 x 5000) = 825, split 1500:500 = 618.75, 206.25; the 20 % steps (300, 100) are smaller.
+    rc, out = _run(tmp_path, capsys, policy, state, "-o", "json")
+    assert rc == 0 and out["actions"] == [{
+        "pod": "batch/duo", "action": "throttle", "direction": "down",
+        "containers": [
+            {"name": "main", "previousCpuQuota": -1, "cpuQuota": 120000, "cpuPeriod": 100000, "gapShare": 618.75,
+             "released": 300},
+            {"name": "side", "previousCpuQuota": -1, "cpuQuota": 40000, "cpuPeriod": 100000, "gapShare": 206.25,
+             "released": 100}],
+        "released": {"cpu_total_usage": 400}, "rules": ["colocation.cpu-throttle"]}]
+    rc, text = _run(tmp_path, capsys, policy, state)
+    throttles = [line.strip() for line in text.splitlines() if line.strip().startswith("throttle ")]
+    assert throttles == ["throttle down batch/duo quota main -1 -> 120000/100000us (gap share 618.75m), "
+                         "side -1 -> 40000/100000us (gap share 206.25m) released[cpu_total_usage=400]"]

@@ -12,7 +12,17 @@ from agent.qos.runtime import WaterlineRuntime
 from agent.qos.state import PodState
 from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
-from tests.agent.qos.factories import EVICT, T0, THROTTLE, node, pod, policy_dict, rule
+from tests.agent.qos.factories import (
+    EVICT,
+    T0,
+    THROTTLE,
+    THROTTLE_20,
+    node,
+    pod,
+    policy_dict,
+    rule,
+    three_container_pod,
+)
 
 
 def _pod_obj(p: PodState) -> dict[str, Any]:
@@ -162,7 +172,7 @@ def test_dry_run_decides_afresh_each_tick_and_counts_a_decision_once() -> None:
 
 def test_dry_run_throttle_steps_from_the_real_quota_every_tick() -> None:
     env = Env(pod("a", cpu=3000), dry_run=True, policy=policy_dict(rule("t", action=THROTTLE)))
-    quotas = [[a.cpu_quota_us for a in env.tick(7000).actions] for _ in range(3)]
+    quotas = [[q.quota_us for a in env.tick(7000).actions for q in a.containers] for _ in range(3)]
     assert quotas == [[270_000]] * 3  # not 270 -> 243 -> 218: the quota was never written
     assert env.metric("loadwise_agent_actions_total", node="n1", action="throttle", reason="p.t", dry_run="true") == 1
 
@@ -235,3 +245,50 @@ def test_all_preview_reenables_scheduling() -> None:
     env.cluster.replace("WaterlinePolicy", cur)
     r = env.tick(7000)
     assert r.scheduling == "enabled" and not env.tainted() and r.preview == ("p.cpu",)
+
+
+def test_a_multi_container_throttle_is_one_event_and_one_count() -> None:
+    env = Env(three_container_pod(), policy=policy_dict(rule("t", action=THROTTLE_20, restoreThreshold=1)))
+    r = env.tick(6100)  # the gap of 440 millicores split 220, 110, 110 (test_plan computes it)
+    assert [(a.pod, a.action, len(a.containers)) for a in r.actions] == [("default/web", "throttle", 3)]
+    assert [c[2:] for c in env.quota.calls] == [("app", 198_000, 100_000), ("sidecar", 99_000, 100_000),
+                                                ("log", 99_000, 100_000)]
+    (event,) = [e for e in env.cluster.events if e.reason == "WaterlineThrottle"]
+    assert (event.name, event.namespace) == ("web", "default")
+    assert event.message == ("cpu quota app -1 -> 198000/100000us (gap share 220m), sidecar 120000 -> 99000/100000us "
+                             "(gap share 110m), log -1 -> 99000/100000us (gap share 110m) by p.t "
+                             "(released cpu_total_usage=440)")
+    assert env.metric("loadwise_agent_actions_total", node="n1", action="throttle", reason="p.t", dry_run="false") == 1
+    assert env.metric("loadwise_agent_waterline_released_total", node="n1", metric="cpu_total_usage",
+                      action="throttle", dry_run="false") == 440
+    assert env.metric("loadwise_agent_waterline_throttled_containers", node="n1", dry_run="false") == 3
+    # Restored: one pod action back up, one event, one count (1980 -> 2376 and 990 -> 1188, a 20 % step each).
+    r = env.tick(4000)
+    assert [(a.direction, [q.quota_us for q in a.containers]) for a in r.actions] == [("up", [237_600, 118_800, 118_800])]
+    assert env.reasons().count("WaterlineRestore") == 1
+    assert env.metric("loadwise_agent_actions_total", node="n1", action="unthrottle", reason="p.t", dry_run="false") == 1
+
+
+def test_switching_to_dry_run_undoes_what_the_live_lane_did_and_back_acts_again() -> None:
+    pol = policy_dict(rule("t", value="5000", action={**THROTTLE, "coolDownSeconds": 300}, restoreThreshold=1))
+    env = Env(pod("a", cpu=3000), policy=pol)
+    env.tick(7000)
+    assert env.tainted() and env.quota.calls[-1][2:] == ("c", 270_000, 100_000)
+    env.rt.set_dry_run(True)
+    assert not env.rt.idle()  # the live lane still holds a throttle and the taint
+    r = env.tick(7000)  # still over the line: the dry lane decides, the live lane only restores
+    assert r.dry_run and r.scheduling == "disabled" and not env.tainted()
+    assert env.quota.calls[-1][2:] == ("c", -1, 100_000)  # back to the quota it had before the throttle
+    assert env.metric("loadwise_agent_waterline_throttled_containers", node="n1", dry_run="false") == 0
+    calls = len(env.quota.calls)
+    env.tick(7000)
+    assert len(env.quota.calls) == calls and not env.tainted()  # nothing more is written while dry-run
+    env.rt.set_dry_run(False)
+    r = env.tick(7000)
+    assert not r.dry_run and env.tainted() and len(env.quota.calls) == calls + 1
+
+
+def test_without_a_cluster_the_engine_stays_dry_run() -> None:
+    rt = WaterlineRuntime(None, "n1", FakeClock(T0), dry_run=True)
+    rt.set_dry_run(False)
+    assert rt.dry_run and rt.actuators is None

@@ -200,7 +200,8 @@ def test_a_malformed_pod_constraint_keeps_the_pod_pending_with_the_reason() -> N
 
 def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() -> None:
     """Counts are kept per group of pods with the same namespace and labels; after any placement or removal they
-    must equal a count over every placed pod, for matchers counted before and after the moves."""
+    must equal a count over every placed pod, for matchers counted before and after the moves - including groups
+    first placed after a matcher was counted and matchers narrowed by an ``In`` over several values."""
     from common.selectors import LabelSelector
     from scheduler.framework.api import TaskStatus
     from scheduler.plugins.podtopologyspread import matcher_matches
@@ -212,11 +213,19 @@ def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() ->
         bound = rng.random() < 0.5
         objs.append(pod(f"p{j}", cpu="100m", namespace=rng.choice(["a", "b"]), labels=rng.choice(apps),
                         node_name=f"n{rng.randrange(6)}" if bound else ""))
+    for j in range(6):  # labels no placed pod has yet: their group appears only when one is placed
+        objs.append(pod(f"late{j}", cpu="100m", namespace=rng.choice(["a", "b"]), labels={"app": "late"}))
     ssn, _ = session(objs, conf("podtopologyspread"))
     index = PodIndex.of(ssn)
     matchers = [((frozenset({ns}), LabelSelector.parse({"matchLabels": sel})),) for ns in ("a", "b")
                 for sel in ({"app": "web"}, {"app": "db"}, {})]
     matchers.append(((None, LabelSelector.parse({"matchExpressions": [{"key": "tier", "operator": "Exists"}]})),))
+    matchers[3:3] = [
+        ((None, LabelSelector.parse({"matchExpressions": [{"key": "app", "operator": "In",
+                                                           "values": ["late", "db"]}]})),),
+        ((frozenset({"a"}), LabelSelector.parse({"matchLabels": {"app": "late"}})),),
+        ((None, LabelSelector.parse({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]})),),
+    ]
 
     def brute(matcher: Any) -> list[int]:
         out = [0] * len(ssn.nodes)
@@ -225,7 +234,7 @@ def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() ->
                 out[p.node] += 1
         return out
 
-    for m in matchers[:3]:
+    for m in matchers[:6]:
         assert index.counts(m, include_terminating=False).tolist() == brute(m)
     tasks = list(ssn.tasks.values())
     for step in range(60):
@@ -236,5 +245,5 @@ def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() ->
             ssn.unplace(task)
         elif task.status is TaskStatus.RUNNING:
             ssn.mark_releasing(task)
-        for m in matchers[: 3 + step // 10]:
+        for m in matchers[: 6 + step // 10]:
             assert index.counts(m, include_terminating=False).tolist() == brute(m), (step, m)
