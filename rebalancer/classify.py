@@ -20,7 +20,8 @@ from .args import RebalanceArgs
 
 PROD = PriorityClass.PROD.value
 
-__all__ = ["NodeClass", "NodeLoad", "Thresholds", "classify", "node_loads", "over_high", "thresholds"]
+__all__ = ["NodeClass", "NodeLoad", "Thresholds", "above_destination", "classify", "node_loads", "over_high",
+           "thresholds"]
 
 
 class NodeClass(enum.StrEnum):
@@ -116,6 +117,15 @@ def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None =
     prod = load.prod_usage if prod_usage is None else prod_usage
     out += [r for r, t in thr.prod_high.items() if load.percent(r, prod) > t and r not in out]
     return sorted(out)
+
+
+def above_destination(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int],
+                      prod_usage: Mapping[str, int]) -> bool:
+    """Whether ``usage`` is above a destination threshold, or ``prod_usage`` above a prod high threshold: how full
+    a node may be after a move, the destination with the pod as the source without it."""
+    if any(load.percent(r, usage) > thr.destination_limit(r) for r in thr.high):
+        return True
+    return any(load.percent(r, prod_usage) > t for r, t in thr.prod_high.items())
 
 
 def classify(load: NodeLoad, thr: Thresholds) -> NodeClass:

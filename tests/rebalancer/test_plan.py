@@ -197,3 +197,18 @@ def test_destination_thresholds_keep_the_destination_clearly_cool() -> None:
     assert plan.moves[0].destination_after["cpu"] == 45.0
     c.pod("t", "cooler", 1000, owner="")  # 30% + 25%: now neither stays at or below 50%
     assert _plan(c, destinationThresholds={"cpu": 50}).moves == []
+
+
+def test_a_move_must_leave_the_source_at_its_destination_thresholds_too() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cool2"):
+        c.node(n)
+    c.pod("small", "hot", 1500)  # 70% -> 55%: below the high threshold, above 50%
+    c.pod("rest", "hot", 5500, owner="")
+    assert keys(_plan(c).moves) == ["default/small"]
+    plan = _plan(c, destinationThresholds={"cpu": 50})
+    assert plan.moves == [] and "too small" in plan.skipped[0].why
+    c.pod("big", "hot", 2000)  # 90%: with two moves allowed, two pods its size would bring the node to 50%
+    two = _plan(c, destinationThresholds={"cpu": 50}, maxEvictionsPerNode=2)
+    assert keys(two.moves) == ["default/big"]  # then, at 70%, the last move allowed must reach 50% alone
+    assert "too small" in {s.pod: s.why for s in two.skipped}["default/small"]
