@@ -1,52 +1,36 @@
-"""The agent's configuration file: every field validated, errors naming the field and the file.
+"""The agent's configuration file, validated against its JSON Schema: errors name the field and the file.
 
-A YAML or JSON document; every key is optional and unknown keys are rejected (a typo must not
-silently fall back to a default)::
-
-    nodeName: ""                    # default: --node, then $NODE_NAME, then the host name
-    collectIntervalSeconds: 1       # koordlet's --collect-res-used-interval
-    procRoot: /proc                 # /host/proc when the host's procfs is mounted into the pod
-    cgroupRoot: /sys/fs/cgroup      # /host-cgroup in a container, as koordlet
-    cgroupParent: ""                # kubelet's --cgroup-root when it is not the top of the hierarchy
-    cgroupVersion: auto             # auto | v1 | v2
-    cgroupDriver: auto              # auto | systemd | cgroupfs
-    collectContainers: true         # per-container CPU and quota (needed by the waterline engine)
-    pressure: true                  # PSI: node /proc/pressure, and per pod on cgroup v2 (where the kernel has it)
-    listenAddress: 0.0.0.0
-    port: 9326                      # /metrics, /healthz, /readyz
-    debugAddress: 127.0.0.1         # /debug/state and /nodemetric (pod names and usage): localhost only ...
-    debugPort: 9328                 # ... reached with kubectl port-forward; 0 turns them off
-    podMetrics: true                # per-pod gauges on /metrics (cardinality = pods on the node)
-    reportRetryInitialSeconds: 1    # a failed NodeMetric report is retried with doubling delays ...
-    reportRetryMaxSeconds: 30       # ... capped here (and never later than the next regular report)
-    reportJitterFraction: 0.1       # spread reports of many nodes over ±10 % of the interval
-    metricCollectPolicy:            # used standalone and when creating a missing NodeMetric
-      aggregateDurationSeconds: 300
-      reportIntervalSeconds: 60
-      nodeAggregatePolicy: {durations: [5m, 10m, 30m]}
-      nodeMemoryCollectPolicy: usageWithoutPageCache
-    waterline:
-      enabled: true
-      dryRun: false                 # standalone mode is always dry-run
-      intervalSeconds: 10           # crane-agent's collect interval
-      policyFile: ""                # WaterlinePolicy objects to use instead of watching the API
+A YAML or JSON mapping whose one definition is ``agent/config.schema.yaml`` (keys, types, ranges, enums,
+defaults and descriptions; docs/configure.md section 1 is rendered from it).  Every key is optional, a key left
+empty takes its default, and an unknown key is refused (a typo must not silently fall back to a default).
+``metricCollectPolicy`` is the NodeMetric CRD's ``spec.metricCollectPolicy``, referred to from the CRD rather
+than copied.  The dataclasses below carry the same defaults as the schema (a test compares them), so code that
+builds a config without a file gets what an empty file gives.  The file is read once, when the agent starts.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import yaml
+
 from agent.nodemetric import MetricCollectPolicy
+from common import crdschema
 from common.config import ConfigError, load_document
 
-__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT", "DEFAULT_DEBUG_PORT", "CONFIG_KEYS"]
+__all__ = ["AgentConfig", "WaterlineConfig", "DEFAULT_PORT", "DEFAULT_DEBUG_PORT", "SCHEMA_FILE", "schema", "field_name"]
 
 DEFAULT_PORT = 9326
 DEFAULT_DEBUG_PORT = 9328
+SCHEMA_FILE = "config.schema.yaml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,51 +71,20 @@ class AgentConfig:
 
     @classmethod
     def from_mapping(cls, doc: Any, *, source: str = "") -> AgentConfig:
+        """Validate ``doc`` against the schema, then build the config; ``source`` names the file in errors."""
         if not isinstance(doc, Mapping):
             raise ConfigError("expected a mapping of settings", source=source)
-        r = _Reader(doc, "", source)
-        try:
-            policy = MetricCollectPolicy.from_spec({"metricCollectPolicy": doc.get("metricCollectPolicy")}, source=source)
-        except ConfigError as exc:
-            # from_spec names fields from "spec."; in this file they sit at the top level.
-            fld = exc.field.removeprefix("spec.")
-            raise ConfigError(str(exc).split(f"{exc.field}: ", 1)[-1], field=fld, source=source) from None
-        wl_doc = doc.get("waterline")
-        if wl_doc is None:
-            wl_doc = {}
-        if not isinstance(wl_doc, Mapping):
-            raise ConfigError("expected a mapping", field="waterline", source=source)
-        w = _Reader(wl_doc, "waterline.", source)
-        waterline = WaterlineConfig(
-            enabled=w.boolean("enabled", True),
-            dry_run=w.boolean("dryRun", False),
-            interval_seconds=w.number("intervalSeconds", 10.0, minimum=0.1),
-            policy_file=w.string("policyFile", ""),
-        )
-        w.no_unknown({"enabled", "dryRun", "intervalSeconds", "policyFile"})
+        doc = _present(doc)
+        if isinstance(doc.get("waterline"), Mapping):
+            doc = {**doc, "waterline": _present(doc["waterline"])}
+        crdschema.raise_first(_validator(), doc, source=source)
+        nested = {"metricCollectPolicy", "waterline"}
         cfg = cls(
-            node_name=r.string("nodeName", ""),
-            collect_interval_seconds=r.number("collectIntervalSeconds", 1.0, minimum=0.1, maximum=60.0),
-            proc_root=r.string("procRoot", "/proc", required=True),
-            cgroup_root=r.string("cgroupRoot", "/sys/fs/cgroup", required=True),
-            cgroup_parent=r.string("cgroupParent", ""),
-            cgroup_version=r.choice("cgroupVersion", "auto", ("auto", "v1", "v2")),
-            cgroup_driver=r.choice("cgroupDriver", "auto", ("auto", "systemd", "cgroupfs")),
-            collect_containers=r.boolean("collectContainers", True),
-            pressure=r.boolean("pressure", True),
-            listen_address=r.string("listenAddress", "0.0.0.0", required=True),
-            port=int(r.number("port", DEFAULT_PORT, minimum=0, maximum=65535, integer=True)),
-            debug_address=r.string("debugAddress", "127.0.0.1", required=True),
-            debug_port=int(r.number("debugPort", DEFAULT_DEBUG_PORT, minimum=0, maximum=65535, integer=True)),
-            pod_metrics=r.boolean("podMetrics", True),
-            report_retry_initial_seconds=r.number("reportRetryInitialSeconds", 1.0, minimum=0.01),
-            report_retry_max_seconds=r.number("reportRetryMaxSeconds", 30.0, minimum=0.01),
-            report_jitter_fraction=r.number("reportJitterFraction", 0.1, minimum=0.0, maximum=0.5),
-            metric_collect_policy=policy,
-            waterline=waterline,
+            **_fields(cls, {k: v for k, v in doc.items() if k not in nested}),
+            metric_collect_policy=_collect_policy(doc.get("metricCollectPolicy"), source),
+            waterline=WaterlineConfig(**_fields(WaterlineConfig, doc.get("waterline", {}))),
             source=source,
         )
-        r.no_unknown(CONFIG_KEYS)
         if cfg.report_retry_max_seconds < cfg.report_retry_initial_seconds:
             raise ConfigError(
                 "must be at least reportRetryInitialSeconds", field="reportRetryMaxSeconds", source=source
@@ -139,81 +92,55 @@ class AgentConfig:
         return cfg
 
 
-CONFIG_KEYS = {
-    "nodeName",
-    "collectIntervalSeconds",
-    "procRoot",
-    "cgroupRoot",
-    "cgroupParent",
-    "cgroupVersion",
-    "cgroupDriver",
-    "collectContainers",
-    "pressure",
-    "listenAddress",
-    "port",
-    "debugAddress",
-    "debugPort",
-    "podMetrics",
-    "reportRetryInitialSeconds",
-    "reportRetryMaxSeconds",
-    "reportJitterFraction",
-    "metricCollectPolicy",
-    "waterline",
-}
+@cache
+def schema() -> dict[str, Any]:
+    """The config file's JSON Schema, shipped with the package as ``agent/config.schema.yaml``."""
+    text = resources.files("agent").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return dict(yaml.safe_load(text))
 
 
-class _Reader:
-    """Typed reads of one mapping; every error carries ``prefix + key`` and the file."""
+def _finite_number(checker: Any, instance: Any) -> bool:
+    """A number that is not YAML's ``.nan`` or ``.inf`` (every range check is false for NaN)."""
+    number = jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(instance, "number")
+    return bool(number and math.isfinite(instance))
 
-    def __init__(self, doc: Mapping[str, Any], prefix: str, source: str) -> None:
-        self.doc = doc
-        self.prefix = prefix
-        self.source = source
 
-    def _err(self, key: str, message: str) -> ConfigError:
-        return ConfigError(message, field=self.prefix + key, source=self.source)
+_Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number", _finite_number),
+)
 
-    def string(self, key: str, default: str, *, required: bool = False) -> str:
-        v = self.doc.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, str):
-            raise self._err(key, f"expected a string, got {type(v).__name__}")
-        if required and not v:
-            raise self._err(key, "must not be empty")
-        return v
 
-    def choice(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
-        v = self.string(key, default)
-        if v not in allowed:
-            raise self._err(key, f"{v!r} is not one of {', '.join(allowed)}")
-        return v
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    s = schema()
+    _Validator.check_schema(s)
+    return _Validator(s, registry=crdschema.REGISTRY)
 
-    def boolean(self, key: str, default: bool) -> bool:
-        v = self.doc.get(key)
-        if v is None:
-            return default
-        if not isinstance(v, bool):
-            raise self._err(key, f"expected true or false, got {v!r}")
-        return v
 
-    def number(
-        self, key: str, default: float, *, minimum: float | None = None, maximum: float | None = None, integer: bool = False
-    ) -> float:
-        v = self.doc.get(key)
-        if v is None:
-            return default
-        if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
-            raise self._err(key, f"expected {'an integer' if integer else 'a number'}, got {v!r}")
-        if not math.isfinite(v):
-            raise self._err(key, f"expected a finite number, got {v!r}")
-        if minimum is not None and v < minimum:
-            raise self._err(key, f"must be at least {minimum:g}, got {v!r}")
-        if maximum is not None and v > maximum:
-            raise self._err(key, f"must be at most {maximum:g}, got {v!r}")
-        return float(v)
+def _present(doc: Mapping[Any, Any]) -> dict[Any, Any]:
+    """The keys given a value: ``port:`` left empty (null) takes the default, as if it were absent."""
+    return {k: v for k, v in doc.items() if v is not None}
 
-    def no_unknown(self, known: set[str]) -> None:
-        for k in self.doc:
-            if k not in known:
-                raise self._err(str(k), f"unknown field (known: {', '.join(sorted(known))})")
+
+def field_name(key: str) -> str:
+    """The dataclass field a config key sets: ``collectIntervalSeconds`` -> ``collect_interval_seconds``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def _fields(cls: type[Any], doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated ``camelCase`` keys as the dataclass's keyword arguments; numbers where it holds floats as floats."""
+    defaults = {f.name: f.default for f in fields(cls)}
+    out = {}
+    for key, value in doc.items():
+        name = field_name(key)
+        out[name] = float(value) if isinstance(defaults[name], float) else value
+    return out
+
+
+def _collect_policy(raw: Any, source: str) -> MetricCollectPolicy:
+    """The NodeMetric spec's parser builds the policy; its fields are named from ``spec.``, here from the top."""
+    try:
+        return MetricCollectPolicy.from_spec({"metricCollectPolicy": raw}, source=source)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, field=exc.field.removeprefix("spec."), source=source) from None

@@ -8,6 +8,10 @@ manifests under ``deploy/crds``), through jsonschema.  The first problem becomes
 OpenAPI is not quite JSON Schema: ``nullable``, ``x-kubernetes-int-or-string`` and the structural rule that an
 object admits only its declared properties (unknown fields are refused, as ``kubectl apply`` does with strict
 field validation) are translated by :func:`closed`.
+
+Another schema may refer to a CRD's instead of copying it: ``$ref: "crd:<file>#/<pointer>"`` resolves, through
+:data:`REGISTRY`, to the translated ``openAPIV3Schema`` of ``common/crds/<file>`` (the agent config file's
+``metricCollectPolicy`` is the NodeMetric CRD's ``spec.metricCollectPolicy``).
 """
 
 from __future__ import annotations
@@ -19,10 +23,15 @@ from typing import Any
 
 import jsonschema
 import yaml
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource
+from referencing.jsonschema import DRAFT202012
 
 from common.config import ConfigError
 
-__all__ = ["closed", "crd_schema", "field_path", "validate"]
+__all__ = ["CRD_URI", "REGISTRY", "closed", "crd_schema", "field_path", "raise_first", "validate"]
+
+CRD_URI = "crd:"
 
 
 def closed(schema: Any) -> Any:
@@ -52,6 +61,17 @@ def crd_schema(filename: str) -> dict[str, Any]:
     (crd,) = [d for d in yaml.safe_load_all(text) if d is not None]
     (version,) = crd["spec"]["versions"]
     return dict(version["schema"]["openAPIV3Schema"])
+
+
+@cache
+def _crd_resource(uri: str) -> Resource[Any]:
+    """``crd:<file>``: the CRD's translated ``openAPIV3Schema``, for a ``$ref`` from another schema."""
+    if not uri.startswith(CRD_URI):
+        raise NoSuchResource(uri)  # type: ignore[call-arg]  # attrs fields, which mypy does not see
+    return Resource.from_contents(closed(crd_schema(uri.removeprefix(CRD_URI))), default_specification=DRAFT202012)
+
+
+REGISTRY: Registry[Any] = Registry(retrieve=_crd_resource)  # type: ignore[call-arg]  # an attrs alias
 
 
 @cache
@@ -88,11 +108,16 @@ def _describe(error: jsonschema.ValidationError) -> tuple[str, str]:
     return field_path(path), error.message
 
 
+def raise_first(validator: jsonschema.protocols.Validator, obj: Any, prefix: str = "", source: str = "") -> None:
+    """Raise a ConfigError naming the field (after ``prefix``) of the most relevant place ``obj`` breaks the
+    validator's schema; nothing when it conforms."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is not None:
+        where, message = _describe(error)
+        raise ConfigError(message, field=f"{prefix}.{where}" if prefix and where else prefix or where, source=source)
+
+
 def validate(obj: Any, filename: str, part: tuple[str, ...] = ()) -> None:
     """Raise a ConfigError naming the field of the first place ``obj`` breaks the CRD's schema (or the part of it
     at ``part``, the field then named from there: ``spec.metricCollectPolicy...``)."""
-    error = jsonschema.exceptions.best_match(_validator(filename, part).iter_errors(obj))
-    if error is not None:
-        where, message = _describe(error)
-        prefix = ".".join(part)
-        raise ConfigError(message, field=f"{prefix}.{where}" if prefix and where else prefix or where)
+    raise_first(_validator(filename, part), obj, ".".join(part))

@@ -123,38 +123,61 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> t
 @dataclass(frozen=True, slots=True)
 class NodeEntries:
     """The assigned-pod entries of the pods on one node, in order, and as the cache's two maps hold them; entries
-    with the same key (a broken snapshot) leave ``by_key`` empty, so the cache adds them one by one."""
+    with the same key (a broken snapshot) leave ``by_key`` empty, so the cache adds them one by one.  ``stamps``
+    (one per entry, or empty) says how each is dated anew at another session time, ``dated`` the time the stamped
+    ones carry (None: no entry depends on the time)."""
 
     node: str
     entries: tuple[AssignedPod, ...]
     by_key: Mapping[str, AssignedPod]
     node_of: Mapping[str, str]
+    stamps: tuple[Stamp | None, ...] = ()
+    dated: float | None = None
 
     @classmethod
-    def of(cls, node: str, entries: Sequence[AssignedPod]) -> NodeEntries:
+    def of(cls, node: str, entries: Sequence[AssignedPod], stamps: Sequence[Stamp | None] = (),
+           dated: float | None = None) -> NodeEntries:
         by_key = {e.key: e for e in entries}
         if len(by_key) != len(entries) or any(e.node != node for e in entries):
-            return cls(node, tuple(entries), {}, {})
-        return cls(node, tuple(entries), by_key, dict.fromkeys(by_key, node))
+            return cls(node, tuple(entries), {}, {}, tuple(stamps), dated)
+        return cls(node, tuple(entries), by_key, dict.fromkeys(by_key, node), tuple(stamps), dated)
+
+    def at(self, now: float | None) -> tuple[AssignedPod, ...]:
+        """The entries as dated at session time ``now`` (None: as they are)."""
+        if now is None or self.dated is None or self.dated == now:
+            return self.entries
+        return tuple(e if s is None else s.apply(e, now) for e, s in zip(self.entries, self.stamps, strict=True))
 
 
 class AssignedPodCache:
-    """Per node: the pods the scheduler knows are there (bound or reserved). Mutable; owned by one plugin."""
+    """Per node: the pods the scheduler knows are there (bound or reserved). Mutable; owned by one plugin.
+
+    Groups added for a session time other than the one their entries carry are dated anew only when their node is
+    first read or changed (:meth:`add_nodes`): a session pays for the dates of the nodes it looks at only."""
 
     def __init__(self) -> None:
         self._by_node: dict[str, dict[str, AssignedPod]] = {}
         self._node_of: dict[str, str] = {}
+        # per node, the group whose entries are still to be dated, and the time to date them with
+        self._undated: dict[str, tuple[NodeEntries, float]] = {}
+
+    def _date(self, node: str) -> None:
+        pending = self._undated.pop(node, None)
+        if pending is not None:
+            group, now = pending
+            self._by_node[node].update(zip(group.by_key, group.at(now), strict=True))
 
     def add(self, entry: AssignedPod) -> None:
         self.remove(entry.key)
+        self._date(entry.node)
         self._by_node.setdefault(entry.node, {})[entry.key] = entry
         self._node_of[entry.key] = entry.node
 
     def add_all(self, entries: Iterable[AssignedPod]) -> None:
         """``add`` each entry in turn."""
-        by_node, node_of = self._by_node, self._node_of
+        by_node, node_of, undated = self._by_node, self._node_of, self._undated
         for entry in entries:
-            if entry.key in node_of:
+            if entry.key in node_of or entry.node in undated:
                 self.add(entry)
                 continue
             pods = by_node.get(entry.node)
@@ -163,9 +186,10 @@ class AssignedPodCache:
             pods[entry.key] = entry
             node_of[entry.key] = entry.node
 
-    def add_nodes(self, groups: Sequence[NodeEntries]) -> None:
-        """``add_all`` of every group's entries, group after group, as whole-dict copies: exact when the cache is
-        empty and no pod key is in two groups (checked; otherwise the entries are added one by one)."""
+    def add_nodes(self, groups: Sequence[NodeEntries], now: float | None = None) -> None:
+        """``add_all`` of every group's entries as dated at ``now`` (:meth:`NodeEntries.at`), group after group, as
+        whole-dict copies: exact when the cache is empty and no pod key is in two groups (checked; otherwise the
+        entries are added one by one)."""
         if not self._node_of and all(g.by_key or not g.entries for g in groups):
             total = 0
             for g in groups:
@@ -173,25 +197,33 @@ class AssignedPodCache:
                     self._by_node[g.node] = dict(g.by_key)
                     self._node_of.update(g.node_of)
                     total += len(g.by_key)
+                    if now is not None and g.dated is not None and g.dated != now:
+                        self._undated[g.node] = (g, now)
             if len(self._node_of) == total:
                 return
             self._by_node.clear()
             self._node_of.clear()
+            self._undated.clear()
         for g in groups:
-            self.add_all(g.entries)
+            self.add_all(g.at(now))
 
     def remove(self, key: str) -> AssignedPod | None:
         node = self._node_of.pop(key, None)
         if node is None:
             return None
+        self._date(node)
         return self._by_node.get(node, {}).pop(key, None)
 
     def pods_on(self, node: str) -> Iterable[AssignedPod]:
+        self._date(node)
         return self._by_node.get(node, {}).values()
 
     def get(self, key: str) -> AssignedPod | None:
         node = self._node_of.get(key)
-        return None if node is None else self._by_node[node].get(key)
+        if node is None:
+            return None
+        self._date(node)
+        return self._by_node[node].get(key)
 
     def __len__(self) -> int:
         return len(self._node_of)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, AssignedPodCache, load_rows, metric_load, node_load
+from .cache import AssignedPod, AssignedPodCache, NodeEntries, load_rows, metric_load, node_load
 from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
@@ -99,7 +99,10 @@ class LoadAwareState:
         now: float,
         waterline_percent: IntArray | None = None,
         memo: LoadAwareMemo | None = None,
+        groups: Sequence[NodeEntries] | None = None,
     ) -> None:
+        """``groups``: the entries ``cache`` was filled with, per node in ``node_names`` order (from ``memo``,
+        which then keeps each node's rows while its group, metric and profile stay the same objects)."""
         self.args = args
         self.names = args.resource_names
         self.node_names = list(node_names)
@@ -137,7 +140,8 @@ class LoadAwareState:
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
         self._memo = memo
-        self._fill_rows(memo)
+        self.now = now
+        self._fill_rows(memo, groups)
 
     # ---- node rows ------------------------------------------------------------------------------------------------
 
@@ -151,7 +155,7 @@ class LoadAwareState:
                                 (agg.score_aggregation_type, agg.score_aggregated_duration))
         return NodeRows.from_values(has, packed)
 
-    def _fill_rows(self, memo: LoadAwareMemo | None) -> None:
+    def _fill_rows(self, memo: LoadAwareMemo | None, groups: Sequence[NodeEntries] | None) -> None:
         """Every node's rows as the session opens (nodes without a NodeMetric keep zero rows)."""
         at: list[int] = []
         rows: list[NodeRows] = []
@@ -159,13 +163,13 @@ class LoadAwareState:
             metric = self.metrics.get(name)
             if metric is None:
                 continue
-            if memo is None:
+            if memo is None or groups is None:
                 got = self._rows(i, metric, self.cache.pods_on(name))
             else:
-                pods = tuple(self.cache.pods_on(name))
-                hit = memo.node_rows(name, metric, self.profiles[i], pods)
-                got = hit if hit is not None else memo.keep_rows(name, metric, self.profiles[i], pods,
-                                                                self._rows(i, metric, pods))
+                group, profile = groups[i], self.profiles[i]
+                hit = memo.node_rows(name, metric, profile, group, self.now)
+                got = hit if hit is not None else memo.keep_rows(
+                    name, metric, profile, group, self.now, self._rows(i, metric, self.cache.pods_on(name)))
             at.append(i)
             rows.append(got)
         if memo is not None:

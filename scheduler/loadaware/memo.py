@@ -49,23 +49,24 @@ class NodeRows:
 
 @dataclass(frozen=True, slots=True)
 class _RowsEntry:
+    """A node's rows, computed at session time ``now`` from these objects."""
+
     metric: NodeMetricView
     profile: ThresholdProfile
-    pods: tuple[AssignedPod, ...]
+    group: NodeEntries
+    now: float
     rows: NodeRows
 
 
 @dataclass(frozen=True, slots=True)
 class _NodePods:
     """What :meth:`LoadAwareMemo.node_entries` keeps per node: its pods, their entries (None: not in the cache) and
-    how each is dated anew (None: it holds at any time), the group of them, and the session time they were dated
-    with (None: no entry depends on it)."""
+    how each is dated anew (None: it holds at any time), and the group of them."""
 
     pods: tuple[PodView, ...]
     entries: tuple[AssignedPod | None, ...]
     stamps: tuple[Stamp | None, ...]
     group: NodeEntries
-    now: float | None
 
     def by_id(self) -> dict[int, tuple[AssignedPod | None, Stamp | None]]:
         """Each pod's entry and stamp by the pod's id (valid while this holds the pods)."""
@@ -77,20 +78,14 @@ def _same(a: Sequence[object], b: Sequence[object]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
-def _read_alike(a: AssignedPod, b: AssignedPod, m: MetricLoad) -> bool:
-    """Whether a node's rows read entry ``a`` as they read ``b`` under metric ``m``: the same pod, estimate and
-    priority, with dates on the same sides of what the rows compare them with (the metric's update time, and that
-    time less its reporting interval)."""
-    if a is b:
+def _dated_alike(group: NodeEntries, then: float, now: float, m: MetricLoad) -> bool:
+    """Whether a node's rows read ``group``'s entries dated at ``now`` as they read them dated at ``then``: the
+    dates only decide whether a pod's estimate counts, which it does at both times once both are past the metric's
+    update less its reporting interval (an entry dated after that is estimated whatever its deadline)."""
+    if group.dated is None or then == now or m.update is None:
         return True
-    if a.key != b.key or a.estimate != b.estimate or a.is_prod != b.is_prod:
-        return False
-    update = m.update
-    if update is None:
-        return True
-    recent = update - m.interval
-    return (a.timestamp > recent) == (b.timestamp > recent) and (
-        (a.deadline is not None and a.deadline > update) == (b.deadline is not None and b.deadline > update))
+    recent = m.update - m.interval
+    return then > recent and now > recent
 
 
 class LoadAwareMemo:
@@ -166,24 +161,18 @@ class LoadAwareMemo:
             hit = self._profiles.put(annotations, effective_profile(self.args, annotations, self.base_profile))
         return hit
 
-    def node_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile,
-                  pods: tuple[AssignedPod, ...]) -> NodeRows | None:
-        """The rows kept for ``node`` if they were computed from these very objects, or from entries of the same
-        pods that the rows read alike (entries dated anew with the session's time, :func:`_read_alike`)."""
+    def node_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, group: NodeEntries,
+                  now: float) -> NodeRows | None:
+        """The rows kept for ``node`` if they were computed from these very objects at a time that reads the
+        group's dated entries alike (:func:`_dated_alike`)."""
         hit = self._rows.get(node)
-        if hit is None or hit.metric is not metric or hit.profile is not profile or len(hit.pods) != len(pods):
+        if hit is None or hit.metric is not metric or hit.profile is not profile or hit.group is not group:
             return None
-        if _same(hit.pods, pods):
-            return hit.rows
-        m = self.metric(metric)
-        if not all(_read_alike(a, b, m) for a, b in zip(hit.pods, pods, strict=True)):
-            return None
-        self._rows[node] = _RowsEntry(metric, profile, pods, hit.rows)
-        return hit.rows
+        return hit.rows if _dated_alike(group, hit.now, now, self.metric(metric)) else None
 
-    def keep_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, pods: tuple[AssignedPod, ...],
-                  rows: NodeRows) -> NodeRows:
-        self._rows[node] = _RowsEntry(metric, profile, pods, rows)
+    def keep_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, group: NodeEntries,
+                  now: float, rows: NodeRows) -> NodeRows:
+        self._rows[node] = _RowsEntry(metric, profile, group, now, rows)
         return rows
 
     def for_profiles(self, profiles: Sequence[ThresholdProfile], compute: Callable[[], T]) -> T:
@@ -196,11 +185,10 @@ class LoadAwareMemo:
 
     def node_entries(self, node: str, pods: Sequence[PodView], now: float) -> NodeEntries:
         """The entries of the pods on ``node`` (those entering the cache), kept while they are the same pod
-        objects and, if any was dated with the session's time, the time is the same.  The entries of pods the
-        node held before are taken over (dated anew when they depend on the time), so a session at a new time
-        or with a few pods moved reads only the new pods."""
+        objects, whatever the session time: those dated with it are dated anew by the cache that reads them
+        (:meth:`NodeEntries.at`).  When some pods changed, the others' entries are taken over, dated at ``now``."""
         hit = self._node_entries.get(node)
-        if hit is not None and (hit.now is None or hit.now == now) and _same(hit.pods, pods):
+        if hit is not None and _same(hit.pods, pods):
             return hit.group
         # the previous pods are still held by `hit`, so their ids cannot belong to another object
         before = hit.by_id() if hit is not None else {}
@@ -216,10 +204,10 @@ class LoadAwareMemo:
                     entry = stamp.apply(entry, now)
             entries.append(entry)
             stamps.append(stamp)
-        group = NodeEntries.of(node, [e for e in entries if e is not None])
-        dated = any(s is not None for s in stamps)
-        self._node_entries[node] = _NodePods(tuple(pods), tuple(entries), tuple(stamps), group,
-                                             now if dated else None)
+        kept = [(e, s) for e, s in zip(entries, stamps, strict=True) if e is not None]
+        dated = now if any(s is not None for _, s in kept) else None
+        group = NodeEntries.of(node, [e for e, _ in kept], [s for _, s in kept], dated)
+        self._node_entries[node] = _NodePods(tuple(pods), tuple(entries), tuple(stamps), group)
         return group
 
     def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:

@@ -14,7 +14,7 @@ from common.objects import NodeMetricView, NodeView, PodView
 from common.resources import Resources
 
 from .args import LoadAwareArgs
-from .cache import RESERVATION_ANNOTATION, AssignedPodCache, assigned_pod, enters_cache
+from .cache import RESERVATION_ANNOTATION, AssignedPodCache, NodeEntries, assigned_pod, enters_cache
 from .evaluate import LoadAwareState
 from .memo import LoadAwareMemo
 
@@ -63,16 +63,18 @@ def open_state(args: LoadAwareArgs, nodes: Sequence[NodeView], pods: Iterable[Po
     if memo is not None and memo.args != args:
         raise ValueError("the load-aware memo was made for other arguments")
     cache = AssignedPodCache()
+    groups: list[NodeEntries] | None = None
     if memo is None:
         for pod in pods:
             if enters_cache(pod):
                 cache.add(assigned_pod(pod, pod.node_name, now, args))
     elif pods_by_node is not None:
-        cache.add_nodes([memo.node_entries(node.name, on, now) for node, on in zip(nodes, pods_by_node, strict=True)])
+        groups = [memo.node_entries(node.name, on, now) for node, on in zip(nodes, pods_by_node, strict=True)]
+        cache.add_nodes(groups, now)
     else:
         cache.add_all(memo.entries(pods, now))
     names = args.resource_names
     alloc = allocatable_matrix(nodes, names) if memo is None else memo.allocatable(
         nodes, lambda node: allocatable_row(node, names))
     return LoadAwareState(args, [n.name for n in nodes], alloc, [n.annotations for n in nodes], metrics, cache, now,
-                          waterline_percent, memo)
+                          waterline_percent, memo, groups)

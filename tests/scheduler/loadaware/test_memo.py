@@ -19,6 +19,7 @@ from scheduler.loadaware.cache import (
     AssignedPod,
     AssignedPodCache,
     NodeEntries,
+    Stamp,
     _load_rows2,
     _load_rows_any,
     existing_load,
@@ -94,6 +95,54 @@ def test_node_by_node_fill_equals_adding_entries_in_turn(groups: list[list[tuple
     for g in built:
         slow.add_all(g.entries)
     assert _contents(fast, nodes) == _contents(slow, nodes)
+
+
+_op = st.one_of(st.tuples(st.just("add"), st.integers(0, 7), st.sampled_from(["a", "b", "c"])),
+                st.tuples(st.just("remove"), st.integers(0, 7)), st.tuples(st.just("get"), st.integers(0, 7)),
+                st.tuples(st.just("read"), st.sampled_from(["a", "b", "c"])))
+
+
+def _full(cache: AssignedPodCache, nodes: list[str]) -> list[Any]:
+    """Every entry with its dates, node by node in order, and the size."""
+    return [(n, list(cache.pods_on(n))) for n in nodes] + [len(cache)]
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 7), st.sampled_from([None, 0, 30])), max_size=3), min_size=3,
+                max_size=3, unique_by=lambda g: tuple(k for k, _ in g)),
+       st.sampled_from([None, 100.0, 160.0]), st.lists(_op, max_size=8))
+def test_groups_dated_when_read_equal_groups_dated_at_once(groups: list[list[tuple[int, int | None]]],
+                                                           now: float | None, ops: list[tuple[Any, ...]]) -> None:
+    """Groups of entries stamped at time 100 and added for session time ``now`` are dated anew only when their node
+    is read or changed: after any reads, adds and removes the cache holds what one filled with the entries already
+    dated at ``now`` holds."""
+    nodes = ["a", "b", "c"]
+    seen: set[int] = set()
+    built = []
+    for node, g in zip(nodes, groups, strict=True):
+        g = [(k, after) for k, after in g if k not in seen]   # a pod is on one node
+        seen.update(k for k, _ in g)
+        stamps = [Stamp(after) if after is not None else None for _, after in g]
+        entries = [AssignedPod(f"p{k}", node, (k, 1), False, 100.0, None if after is None else 100.0 + after)
+                   for k, after in g]
+        built.append(NodeEntries.of(node, entries, stamps, 100.0 if entries else None))
+    lazy, eager = AssignedPodCache(), AssignedPodCache()
+    lazy.add_nodes(built, now)
+    for g in built:
+        eager.add_all(g.at(now))
+    for op in ops:
+        for cache in (lazy, eager):
+            if op[0] == "add":
+                cache.add(AssignedPod(f"p{op[1]}", op[2], (9, 9), True, 50.0, None))
+            elif op[0] == "remove":
+                assert repr(lazy.remove(f"p{op[1]}")) == repr(eager.remove(f"p{op[1]}"))
+                break
+            elif op[0] == "get":
+                assert lazy.get(f"p{op[1]}") == eager.get(f"p{op[1]}")
+                break
+            else:
+                assert list(lazy.pods_on(op[1])) == list(eager.pods_on(op[1]))
+                break
+    assert _full(lazy, nodes) == _full(eager, nodes)
 
 
 def test_memo_is_not_reused_for_other_arguments() -> None:
