@@ -206,7 +206,8 @@ class TickUsage:
 
 
 class _Phases:
-    """Wall time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py``."""
+    """CPU time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py`` and
+    ``benchmarks/sim_goal.py``: process time, so what other processes on the machine do does not count."""
 
     NAMES = ("pods", "usage", "agent-record", "agent-report", "waterline", "rebalancer", "scheduler")
 
@@ -220,10 +221,10 @@ class _Phases:
         return self
 
     def __enter__(self) -> None:
-        self._t0 = time.perf_counter()
+        self._t0 = time.process_time()
 
     def __exit__(self, *exc: object) -> None:
-        self.seconds[self._name] += time.perf_counter() - self._t0
+        self.seconds[self._name] += time.process_time() - self._t0
 
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 3) for k, v in self.seconds.items()}
@@ -547,7 +548,7 @@ class Simulation:
         return rec
 
     def _tick(self, k: int, rec: RunRecord, phases: _Phases) -> None:
-        """One step, in the order of the module docstring; each part's wall time goes to its phase."""
+        """One step, in the order of the module docstring; each part's CPU time goes to its phase."""
         t = k * self.options.tick_seconds
         now = self.options.start_time + t
         self.clock.set(now)
