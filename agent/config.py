@@ -5,7 +5,7 @@ defaults and descriptions; docs/configure.md section 1 is rendered from it).  Ev
 empty takes its default, and an unknown key is refused (a typo must not silently fall back to a default).
 ``metricCollectPolicy`` is the NodeMetric CRD's ``spec.metricCollectPolicy``, referred to from the CRD rather
 than copied.  The dataclasses below carry the same defaults as the schema (a test compares them), so code that
-builds a config without a file gets what an empty file gives.  The file is read once, when the agent starts.
+builds a config without a file gets what an empty file gives.  The running agent re-reads a changed file (``agent/reload.py``).
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ class AgentConfig:
     metric_collect_policy: MetricCollectPolicy = field(default_factory=MetricCollectPolicy)
     waterline: WaterlineConfig = field(default_factory=WaterlineConfig)
     source: str = ""
+
+    @property
+    def rate_ttl_seconds(self) -> float:
+        """How long a counter's last reading is kept: container counters are read once per waterline interval,
+        so their rates must outlive it."""
+        return max(20 * self.collect_interval_seconds, 3 * self.waterline.interval_seconds)
 
     @classmethod
     def load(cls, path: str | Path) -> AgentConfig:

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from agent.aggregate import AGGREGATIONS, aggregate
 from agent.collect.collector import Collector, Tick
-from agent.collect.psi import nodemetric_pressure
+from agent.collect.psi import NodePressureSource, nodemetric_pressure
 from agent.config import AgentConfig
 from agent.metrics import AgentMetrics, AggregateRow, PodUsageRow, UsageView
 from agent.nodemetric import (
@@ -188,6 +188,35 @@ class Agent:
         for inf in self._informers:
             inf.stop()
         self._informers.clear()
+
+    def apply_config(self, config: AgentConfig) -> None:
+        """Swap a reloaded config's live keys into the running components (``agent/reload.py`` says which).
+
+        Each component takes its settings under its own lock, between two units of work, so a collection or a
+        report never sees half of the old config and half of the new.
+        """
+        with self._lock:
+            self.store.set_interval(config.collect_interval_seconds)
+        self.collector.configure(containers=config.collect_containers, pressure=self._pressure_source(config),
+                                 rate_ttl=config.rate_ttl_seconds)
+        self.metrics.set_pod_metrics(config.pod_metrics)
+        if self.runtime is not None:
+            self.runtime.set_dry_run(config.waterline.dry_run)
+        if self.reporter is not None:
+            self.reporter.configure(config.metric_collect_policy,
+                                    retry_initial_seconds=config.report_retry_initial_seconds,
+                                    retry_max_seconds=config.report_retry_max_seconds,
+                                    jitter_fraction=config.report_jitter_fraction)
+        self.config = config
+
+    def _pressure_source(self, config: AgentConfig) -> NodePressureSource | None:
+        """The node's PSI source for ``config``: the running one kept, a new one where the kernel has PSI."""
+        if not config.pressure:
+            return None
+        if self.collector.pressure is not None:
+            return self.collector.pressure
+        psi = NodePressureSource(config.proc_root)
+        return psi if psi.available() else None
 
     def _on_node(self, event: WatchEvent) -> None:
         if event.type in ("ADDED", "MODIFIED"):
@@ -365,11 +394,18 @@ class Agent:
         )
 
 
-async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
-    """Serve HTTP and run the jobs until ``stop`` is set."""
+async def run_agent(agent: Agent, stop: asyncio.Event, *, config_file: str | None = None,
+                    overrides: Callable[[AgentConfig], AgentConfig] | None = None,
+                    reload_seconds: float | None = None) -> None:
+    """Serve HTTP and run the jobs until ``stop`` is set; with ``config_file``, reload it when it changes.
+
+    ``overrides`` re-applies the command line's settings to every reloaded file; ``reload_seconds`` is how
+    often the file is looked at (``agent.reload.POLL_SECONDS`` by default).
+    """
     from aiohttp import web
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+    from agent.reload import POLL_SECONDS, ConfigReloader
     from agent.server import make_app, make_debug_app
 
     cfg = agent.config
@@ -392,6 +428,14 @@ async def run_agent(agent: Agent, stop: asyncio.Event) -> None:
         scheduler.add_job(agent.report_if_due, "interval", seconds=1.0, id="report", **common_args)
     if agent.runtime is not None:
         scheduler.add_job(agent.waterline_once, "interval", seconds=cfg.waterline.interval_seconds, id="waterline",
+                          **common_args)
+    if config_file is not None:
+        def reschedule(job: str, seconds: float) -> None:
+            scheduler.reschedule_job(job, trigger="interval", seconds=seconds)
+
+        reloader = ConfigReloader(agent, config_file, overrides=overrides or (lambda c: c), reschedule=reschedule)
+        reloader.check()  # primes the file's version: what the agent started with is not a change
+        scheduler.add_job(reloader.check, "interval", seconds=reload_seconds or POLL_SECONDS, id="config",
                           **common_args)
     scheduler.start()
     try:

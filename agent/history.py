@@ -260,8 +260,8 @@ class History:
     @property
     def generation(self) -> int:
         """Changes whenever a ring leaves the history or is replaced (:meth:`drop`, :meth:`prune`,
-        :meth:`set_retention`): a writer that keeps rings from :meth:`ring_for` holds this history's rings for
-        as long as the generation is the one it got them in."""
+        :meth:`set_retention`, :meth:`set_interval`): a writer that keeps rings from :meth:`ring_for` holds this
+        history's rings for as long as the generation is the one it got them in."""
         return self._generation
 
     def __contains__(self, series: object) -> bool:
@@ -275,8 +275,16 @@ class History:
 
     def set_retention(self, retention_seconds: float) -> None:
         """Resize every ring for a new longest window; the newest samples are kept."""
-        capacity = capacity_for(retention_seconds, self._interval)
+        self._resize(retention_seconds, self._interval)
+
+    def set_interval(self, interval_seconds: float) -> None:
+        """Resize every ring for a new sampling period (a reloaded config); the newest samples are kept."""
+        self._resize(self._retention, interval_seconds)
+
+    def _resize(self, retention_seconds: float, interval_seconds: float) -> None:
+        capacity = capacity_for(retention_seconds, interval_seconds)
         self._retention = float(retention_seconds)
+        self._interval = float(interval_seconds)
         if capacity == self._capacity:
             return
         self._capacity = capacity

@@ -20,7 +20,9 @@ from prometheus_client.registry import Collector
 from agent.collect.psi import KINDS, Pressure, PsiLine
 from agent.collect.psutil_source import SelfUsage
 
-__all__ = ["AgentMetrics", "UsageView", "PodUsageRow", "AggregateRow"]
+__all__ = ["AgentMetrics", "UsageView", "PodUsageRow", "AggregateRow", "RELOAD_RESULTS"]
+
+RELOAD_RESULTS = ("applied", "needs_restart", "rejected")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,9 @@ class _UsageCollector(Collector):
         self._view = view
         self._pod_metrics = pod_metrics
         self._self = SelfUsage()
+
+    def set_pod_metrics(self, on: bool) -> None:
+        self._pod_metrics = on
 
     def collect(self) -> Iterator[Metric]:
         v = self._view()
@@ -213,7 +218,16 @@ class AgentMetrics:
                                 ["node"], registry=r).labels(node)
         self.start_time = Gauge("loadwise_agent_start_time_seconds", "When the agent started", ["node"],
                                 registry=r).labels(node)
-        r.register(_UsageCollector(node, view, pod_metrics))
+        reloads = Counter("loadwise_agent_config_reloads", "Changes of the config file by outcome: applied, "
+                          "needs_restart (some keys wait for a restart), rejected (the last good config kept)",
+                          ["node", "result"], registry=r)
+        self.config_reloads = {result: reloads.labels(node, result) for result in RELOAD_RESULTS}
+        self._usage = _UsageCollector(node, view, pod_metrics)
+        r.register(self._usage)
+
+    def set_pod_metrics(self, on: bool) -> None:
+        """Per-pod gauges on or off from the next scrape (a reloaded ``podMetrics``)."""
+        self._usage.set_pod_metrics(on)
 
     def set_report_age(self, age: Callable[[], float]) -> None:
         self.report_age.set_function(age)

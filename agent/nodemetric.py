@@ -259,6 +259,11 @@ class UsageStore:
         self.node.set_retention(policy.node_retention_seconds)
         self.pods.set_retention(float(policy.window_seconds))
 
+    def set_interval(self, interval_seconds: float) -> None:
+        """A new collect interval: the rings are resized to hold the same windows at the new rate."""
+        self.node.set_interval(interval_seconds)
+        self.pods.set_interval(interval_seconds)
+
     @property
     def nbytes(self) -> int:
         return self.node.nbytes + self.pods.nbytes

@@ -130,6 +130,15 @@ class NodeMetricReporter:
         self._server_status: Mapping[str, Any] = {}
         self._limiter = TokenBucket(qps, burst, now)
 
+    def configure(self, default_policy: MetricCollectPolicy, *, retry_initial_seconds: float,
+                  retry_max_seconds: float, jitter_fraction: float) -> None:
+        """A reloaded config's settings; a policy adopted from the NodeMetric's spec stays in force."""
+        if not self._exists and self.policy == self.default_policy:
+            self.policy = default_policy
+        self.default_policy = default_policy
+        self.backoff = Backoff(retry_initial_seconds, retry_max_seconds)
+        self.jitter = jitter_fraction
+
     def due(self, now: float | None = None) -> bool:
         return (self.clock.now() if now is None else now) >= self.next_due
 

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+from dataclasses import replace
 
 from prometheus_client import CollectorRegistry
 
@@ -88,9 +89,8 @@ def build_agent(
     psi_on = config.pressure and psi.available()
     reader = (CgroupReader(layout, containers=config.collect_containers, pressure=psi_on)
               if layout is not None else None)
-    # Container counters are read once per waterline interval: their rates must outlive it.
-    ttl = max(20 * config.collect_interval_seconds, 3 * config.waterline.interval_seconds)
-    collector = Collector(node_source(config), reader, clock, rate_ttl=ttl, pressure=psi if psi_on else None)
+    collector = Collector(node_source(config), reader, clock, rate_ttl=config.rate_ttl_seconds,
+                          pressure=psi if psi_on else None)
     registry = CollectorRegistry()
     runtime = None
     if config.waterline.enabled:
@@ -131,10 +131,11 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    def overrides(config: AgentConfig) -> AgentConfig:
+        return config if args.port is None else replace(config, port=args.port)
+
     try:
-        config = AgentConfig.load(args.config) if args.config else AgentConfig()
-        if args.port is not None:
-            config = _with_port(config, args.port)
+        config = overrides(AgentConfig.load(args.config) if args.config else AgentConfig())
         node_name = resolve_node_name(args.node, config)
         cluster: Cluster | None = None
         if not args.standalone:
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run_agent(agent, stop)
+        await run_agent(agent, stop, config_file=args.config, overrides=overrides)
 
     try:
         asyncio.run(main())
@@ -160,8 +161,3 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"cannot serve on {config.listen_address}:{config.port}: {exc.strerror or exc}")
     return 0
 
-
-def _with_port(config: AgentConfig, port: int) -> AgentConfig:
-    from dataclasses import replace
-
-    return replace(config, port=port)

@@ -53,7 +53,7 @@ def _api_checks(args: argparse.Namespace, node: str, config: AgentConfig) -> lis
     try:
         cluster = load_cluster(args.kubeconfig, component="loadwise-doctor")
     except ConfigError as exc:
-        return [Check("api", FAIL, str(exc))]
+        return [Check("api", FAIL, str(exc)), Check("rbac", SKIP, "not reviewed: no API client (see the api check)")]
     checks = check_api(cluster, node)
 
     def review(access: ApiAccess) -> bool | None:

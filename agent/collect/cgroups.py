@@ -366,7 +366,8 @@ class CgroupReader:
         self, layout: CgroupLayout, *, read: ReadFn | None = None, containers: bool = True, pressure: bool = False
     ) -> None:
         self.layout = layout
-        self.pressure = pressure and layout.version == V2  # cgroup v1 has no per-cgroup PSI
+        self.pressure = False
+        self.set_pressure(pressure)
         self._files: OpenFiles | None = None
         if read is None:
             self._files = OpenFiles()
@@ -377,6 +378,10 @@ class CgroupReader:
         self._cpu_file = ("cpuacct", "cpuacct.usage") if v1 else ("cpuacct", "cpu.stat")
         self._mem_usage_file = "memory.usage_in_bytes" if v1 else "memory.current"
         self._missing: list[str] = []
+
+    def set_pressure(self, on: bool) -> None:
+        """Read each pod's ``<resource>.pressure`` from now on (cgroup v1 has no per-cgroup PSI)."""
+        self.pressure = on and self.layout.version == V2
 
     def _try(self, path: str) -> bytes | None:
         try:

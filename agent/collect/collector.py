@@ -119,6 +119,15 @@ class Collector:
         self._lock = threading.Lock()
         self._pod_rels: set[str] = set()
 
+    def configure(self, *, containers: bool, pressure: NodePressureSource | None, rate_ttl: float) -> None:
+        """Swap in a reloaded config's settings between ticks: container reads, PSI, the counters' lifetime."""
+        with self._lock:
+            self.pressure = pressure
+            self._rates.set_ttl(rate_ttl)
+            if self.cgroups is not None:
+                self.cgroups.containers = containers
+                self.cgroups.set_pressure(pressure is not None)
+
     def collect(self, *, containers: bool | None = None) -> Tick:
         """One tick; ``containers`` overrides the reader's setting for this tick."""
         with self._lock:

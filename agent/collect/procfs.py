@@ -174,6 +174,9 @@ class RateTracker:
     def __len__(self) -> int:
         return len(self._rates)
 
+    def set_ttl(self, ttl: float) -> None:
+        self._ttl = ttl
+
     def update(self, key: str, t: float, value: float) -> float | None:
         r = self._rates.get(key)
         if r is None:

@@ -165,9 +165,7 @@ class WaterlineRuntime:
         self.component = component
         self.eviction_limit = eviction_limit
         self.policies = policies if policies is not None else PolicyStore(cluster, clock, component)
-        if actuators is None and cluster is not None and not dry_run:
-            actuators = Actuation(CgroupQuotaWriter(), ClusterEvictor(cluster), NodeScheduling(cluster, node_name, clock))
-        self.actuators = actuators
+        self.actuators = actuators if actuators is not None or dry_run else self._real_actuators()
         self.recorder = RecordingActuators()
         self.metrics = WaterlineMetrics(registry if registry is not None else CollectorRegistry())
         self.detector = Detector()
@@ -176,6 +174,29 @@ class WaterlineRuntime:
         self._last_event: dict[str, str] = {}
         # Per rule key, the rule-state gauge's series (one per state), removed with the rule.
         self._rule_series: dict[str, tuple[Any, ...]] = {}
+
+    def _real_actuators(self) -> Actuation | None:
+        """cgroup quota writes, the Eviction API and the node's taint; none without a cluster."""
+        if self.cluster is None:
+            return None
+        return Actuation(CgroupQuotaWriter(), ClusterEvictor(self.cluster), NodeScheduling(self.cluster, self.node,
+                                                                                           self.clock))
+
+    def set_dry_run(self, dry_run: bool) -> None:
+        """Switch mode between ticks (a reloaded ``waterline.dryRun``); without a cluster it stays dry-run.
+
+        To enforcing: real actuators act from the next tick, whose live lane reconciles the node first.  To
+        dry-run: the live lane keeps ticking with no rule until what it did is undone (each throttled container
+        back to its quota, the taint lifted), so nothing it set is left behind with no one to restore it.
+        """
+        if not dry_run and self.actuators is None:
+            self.actuators = self._real_actuators()
+        self.dry_run = dry_run or self.actuators is None
+
+    def _winding_down(self) -> bool:
+        """Dry-run now, and the live lane still holds a throttle or the taint from before the switch."""
+        live = self._live
+        return self.dry_run and self.actuators is not None and (bool(live.memory.throttled) or live.disabled is True)
 
     @property
     def memory(self) -> EngineMemory:
@@ -187,6 +208,8 @@ class WaterlineRuntime:
         The agent then skips building the node snapshot (container reads included) for that tick.
         """
         lanes = [self._dry] if self.dry_run or self.actuators is None else [self._live, self._dry]
+        if self._winding_down():
+            return False
         if lanes[0].disabled is None or self._rule_series:
             return False  # the first tick reconciles the node; a removed rule's series must go
         if any(lane.memory.throttled or lane.disabled for lane in lanes):
@@ -207,10 +230,7 @@ class WaterlineRuntime:
                 continue
             self._run_lane(lane, lane_results, act, state, acc, first=i == 0)
         self.metrics.rejected.labels(self.node).set(len(self.policies.rejections()))
-        report = acc.report(state, results, self.dry_run)
-        for a in report.actions:
-            log.info("%s%s", "[dry-run] " if self.dry_run else "", a.to_json())
-        return report
+        return acc.report(state, results, self.dry_run)
 
     def _forget_rules(self, keys: set[str]) -> None:
         """Drop detector memory, event memory and /metrics series of rules that are gone."""
@@ -227,7 +247,11 @@ class WaterlineRuntime:
                ) -> list[tuple[_Lane, list[RuleResult], Actuation | RecordingActuators]]:
         """The live lane (real actuators) and the dry-run lane (recording actuators), with their rules."""
         if self.dry_run or self.actuators is None:
-            return [(self._dry, list(results), self.recorder)]
+            lanes: list[tuple[_Lane, list[RuleResult], Actuation | RecordingActuators]] = [
+                (self._dry, list(results), self.recorder)]
+            if self._winding_down() and self.actuators is not None:
+                lanes.append((self._live, [], self.actuators))  # no rule: it restores what it did, then rests
+            return lanes
         dry_names = {p.name for p in policies if p.dry_run}
         live = [r for r in results if r.policy.name not in dry_names]
         dry = [r for r in results if r.policy.name in dry_names]
@@ -240,6 +264,8 @@ class WaterlineRuntime:
         if afresh:
             lane.memory = EngineMemory()  # as if nothing had been done: no pod hidden, no quota remembered
         plan = execute(results, state, lane.memory, act, self.eviction_limit)
+        for a in plan.actions:
+            log.info("%s%s", "[dry-run] " if lane.dry_run else "", a.to_json())
         counted = self._once_per_decision(lane, plan.actions) if afresh else plan.actions
         self._plan_effects(plan, counted, state, lane.dry_run)
         enabled, note = self._scheduling(lane, results, state, act)

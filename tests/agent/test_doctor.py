@@ -79,3 +79,13 @@ current-context: x
     assert "HTTP 503" not in out.out and "Traceback" not in out.out + out.err
     assert any(line.startswith("[SKIP] rbac") and "unreachable" in line for line in lines)
     assert lines[-1].endswith(": FAILED")
+
+
+def test_an_unloadable_kubeconfig_fails_the_api_check_and_says_why_rbac_is_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")  # no cluster, no context
+    assert main(["doctor", "--node", "n1", "--kubeconfig", str(kubeconfig)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert [line[:12] for line in lines if line[7:].startswith(("api", "rbac"))] == ["[FAIL] api  ", "[SKIP] rbac "]
+    assert any(line.startswith("[SKIP] rbac") and "no API client" in line for line in lines)

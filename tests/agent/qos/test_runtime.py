@@ -267,3 +267,28 @@ def test_a_multi_container_throttle_is_one_event_and_one_count() -> None:
     assert [(a.direction, [q.quota_us for q in a.containers]) for a in r.actions] == [("up", [237_600, 118_800, 118_800])]
     assert env.reasons().count("WaterlineRestore") == 1
     assert env.metric("loadwise_agent_actions_total", node="n1", action="unthrottle", reason="p.t", dry_run="false") == 1
+
+
+def test_switching_to_dry_run_undoes_what_the_live_lane_did_and_back_acts_again() -> None:
+    pol = policy_dict(rule("t", value="5000", action={**THROTTLE, "coolDownSeconds": 300}, restoreThreshold=1))
+    env = Env(pod("a", cpu=3000), policy=pol)
+    env.tick(7000)
+    assert env.tainted() and env.quota.calls[-1][2:] == ("c", 270_000, 100_000)
+    env.rt.set_dry_run(True)
+    assert not env.rt.idle()  # the live lane still holds a throttle and the taint
+    r = env.tick(7000)  # still over the line: the dry lane decides, the live lane only restores
+    assert r.dry_run and r.scheduling == "disabled" and not env.tainted()
+    assert env.quota.calls[-1][2:] == ("c", -1, 100_000)  # back to the quota it had before the throttle
+    assert env.metric("loadwise_agent_waterline_throttled_containers", node="n1", dry_run="false") == 0
+    calls = len(env.quota.calls)
+    env.tick(7000)
+    assert len(env.quota.calls) == calls and not env.tainted()  # nothing more is written while dry-run
+    env.rt.set_dry_run(False)
+    r = env.tick(7000)
+    assert not r.dry_run and env.tainted() and len(env.quota.calls) == calls + 1
+
+
+def test_without_a_cluster_the_engine_stays_dry_run() -> None:
+    rt = WaterlineRuntime(None, "n1", FakeClock(T0), dry_run=True)
+    rt.set_dry_run(False)
+    assert rt.dry_run and rt.actuators is None
