@@ -292,3 +292,21 @@ def test_without_a_cluster_the_engine_stays_dry_run() -> None:
     rt = WaterlineRuntime(None, "n1", FakeClock(T0), dry_run=True)
     rt.set_dry_run(False)
     assert rt.dry_run and rt.actuators is None
+
+
+def test_switching_the_engine_off_undoes_its_actions_then_idles_and_on_again_resumes() -> None:
+    pol = policy_dict(rule("t", value="5000", action={**THROTTLE, "coolDownSeconds": 300}, restoreThreshold=1))
+    env = Env(pod("a", cpu=3000), policy=pol)
+    env.tick(7000)
+    assert env.tainted() and env.quota.calls[-1][2:] == ("c", 270_000, 100_000)
+    env.rt.set_enabled(False)
+    assert not env.rt.idle()
+    r = env.tick(7000)
+    assert r.triggered == () and r.scheduling == "enabled" and not env.tainted()
+    assert env.quota.calls[-1][2:] == ("c", -1, 100_000)
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.t", state="active") is None
+    assert env.rt.idle()
+    env.rt.set_enabled(True)
+    assert not env.rt.idle()
+    r = env.tick(7000)
+    assert r.triggered == ("p.t",) and env.tainted()
