@@ -18,7 +18,9 @@ well as every session and its write-back.  Shapes:
 Figures per shape: wall and process-CPU seconds of the timed region, pods/s and pods per CPU-second, p50/p99 wall
 time between consecutive binds, and the process's peak RSS.  Each shape runs in a process of its own (the peak RSS
 is that shape's); ``--repeat N`` runs it N times and reports the median of every figure.  kube-scheduler's CI
-fails below 680 pods/s on SchedulingBasic.  The in-process API server shares the process (its CPU counts).
+fails below 680 pods/s on SchedulingBasic.  The in-process API server shares the process (its CPU counts).  The
+scheduler paces the garbage collector as the daemon does (``scheduler.gcpacing``: what outlives its start and each
+session is frozen; its one full collection per ten minutes falls, in a run shorter than that, at the start).
 
 Usage: python benchmarks/scheduler_throughput.py [--shape NAME ...] [--quick] [--repeat N] [--json]
        [--percentage-nodes-to-find P]
@@ -45,6 +47,7 @@ from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.sampling import NodeSampling
+from scheduler.gcpacing import CollectorPacing
 
 KUBE_CI_THRESHOLD = 680.0
 T0 = 1_700_000_000.0
@@ -178,8 +181,9 @@ def _cluster(nodes: int, running: list[Pod], extra: Iterable[dict[str, Any]] = (
 
 
 def _scheduler(cluster: MemoryCluster, clock: FakeClock, percentage: int) -> TimedScheduler:
+    # as the daemon runs it: what outlives a session frozen, one full collection per ten minutes
     sched = TimedScheduler(cluster, default_conf(), clock=clock, write_back=True,
-                           node_sampling=NodeSampling(percentage=percentage))
+                           node_sampling=NodeSampling(percentage=percentage), gc_pacing=CollectorPacing())
     sched.start()   # informers list and parse what exists before the clock starts, as scheduler_perf warms up
     return sched
 

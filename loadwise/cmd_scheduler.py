@@ -17,6 +17,7 @@ from loadwise.flags import add_kubeconfig_flag, add_lease_flags, add_scheduler_n
 from scheduler.conf import ConfHolder
 from scheduler.engine import Scheduler
 from scheduler.framework.sampling import DEFAULT_MINIMUM_NODES, DEFAULT_MINIMUM_PERCENTAGE, NodeSampling
+from scheduler.gcpacing import CollectorPacing
 from scheduler.leader import LeaderElector
 from scheduler.server import BackgroundServer, make_app
 
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"loadwise scheduler: {exc}", file=sys.stderr)
         return 2
     clock = SystemClock()
-    sched = Scheduler(cluster, holder, clock=clock, scheduler_name=args.scheduler_name, node_sampling=sampling)
+    sched = Scheduler(cluster, holder, clock=clock, scheduler_name=args.scheduler_name, node_sampling=sampling,
+                      gc_pacing=CollectorPacing())
     stop = threading.Event()
     ready = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -29,6 +29,7 @@ from scheduler.loadaware.freshness import NodeMetricFreshness
 
 from .binder import Binder, EventLimiter
 from .cache import SchedulerCache
+from .gcpacing import CollectorPacing
 from .writeback import WriteBack, WriteBackStats, pending_message
 
 __all__ = ["Scheduler", "SessionResult", "SchedulerMetrics"]
@@ -101,7 +102,8 @@ class Scheduler:
     def __init__(self, cluster: Cluster, conf: SchedulerConf | ConfHolder, *, clock: Clock,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME, seed: int = 0,
                  metrics: SchedulerMetrics | None = None, sleep: Callable[[float], None] = time.sleep,
-                 write_back: bool = True, node_sampling: NodeSampling | None = None) -> None:
+                 write_back: bool = True, node_sampling: NodeSampling | None = None,
+                 gc_pacing: CollectorPacing | None = None) -> None:
         self.cluster = cluster
         # Volcano's feasible-node search limit and its rotating start, kept from session to session
         self.node_sampling = node_sampling if node_sampling is not None else NodeSampling()
@@ -118,6 +120,8 @@ class Scheduler:
         self.writeback = WriteBack(cluster, self.events) if write_back else None
         # derived values sessions reuse for objects the cache did not replace (see scheduler.framework.memo)
         self.memo = SessionMemo()
+        # the daemon's: freezes what outlives each session (scheduler.gcpacing); None leaves the collector alone
+        self.gc_pacing = gc_pacing
         self._started = False
         self._quiet: _Quiet | None = None
 
@@ -132,10 +136,14 @@ class Scheduler:
         if not self._started:
             self.cache.start()
             self._started = True
+            if self.gc_pacing is not None:
+                self.gc_pacing.checkpoint()   # the objects the informers' first list made live on
 
     def stop(self) -> None:
         self.cache.stop()
         self._started = False
+        if self.gc_pacing is not None:
+            self.gc_pacing.stop()
 
     def open_session(self, snapshot: Snapshot | None = None, *, explain: bool = False,
                      renew: bool = False) -> Session:
@@ -176,6 +184,8 @@ class Scheduler:
             # the result holds no task/job object: the next session may renew them
             self.memo.release(ssn)
             ssn.release()
+            if self.gc_pacing is not None:
+                self.gc_pacing.checkpoint()
 
     def _skip(self, quiet: _Quiet, t0: float) -> SessionResult:
         """The session not opened: it counts (its seed is used up, as an opened one's would be) and is timed."""

@@ -106,8 +106,11 @@ def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEnt
     pod_table = memo.table("session.pod")
     pods = snap.pods
     found: list[_PodEntry | None] = list(map(pod_table.get, pods))
+    # templates of one shape share their set of names: each distinct set is added once
+    names.update(*{e.template.names for e in found if e is not None})
     for p, e in zip(pods, found, strict=True):
-        names.update(p.requests if e is None else e.template.names)
+        if e is None:
+            names.update(p.requests)
     columns = resource_columns(names)
     if memo.value("session.columns") != columns:
         # task vectors are laid out on the columns: templates made for other columns are of no use
@@ -167,15 +170,46 @@ class _TaskBuilder:
     def build(self, found: list[_PodEntry | None]) -> dict[str, TaskInfo]:
         """The session's tasks by uid, for the snapshot's pods and their memo entries ``found``."""
         col = self.arrays.col
+        take_over = self._take_over if self.renewing else None
         for pod, e in zip(self.snap.pods, found, strict=True):
             if e is None:
                 e = self.pod_table.put(pod, _PodEntry(TaskTemplate.of(pod, col, self.vectors)))
+            elif take_over is not None and take_over(e):
+                continue
             self._add(pod, e)
         self.arrays.add_many(self.rows, self.packed, self.statuses)
         jobs = self.jobs
         for jid, members in self.grouped.items():
             jobs[jid].add_tasks(members)
         return self.tasks
+
+    def _take_over(self, e: _PodEntry) -> bool:
+        """What :meth:`_add` does for the commonest pod of a renewing session — this scheduler's, not terminal,
+        without a PodGroup, its task and group of one left untouched by the previous session — in one go; False
+        (with nothing done) for any other pod."""
+        t = e.template
+        task, job = e.task, e.job
+        jid = t.job_id
+        if (task is None or e.epoch == self.epoch or t.terminal or t.grouped or t.scheduler_name != self.sched
+                or getattr(task, "_touched", True) is not False or task.job is not jid or jid in self.jobs
+                or not isinstance(job, SingleJob)):
+            return False
+        pc = self.classes.get(t.priority_class_name)
+        priority = pc.value if pc is not None else (
+            t.spec_priority if t.spec_priority is not None else self.default_priority)
+        if not job.take_over(priority):
+            return False
+        e.epoch = self.epoch
+        self.jobs[jid] = job
+        self.tasks[task.uid] = task
+        if task.node_name:
+            node = self.node_by_name.get(task.node_name)
+            if node is not None:
+                node.tasks[task.uid] = task
+                self.rows.append(node.index)
+                self.packed.append(t.packed)
+                self.statuses.append(task.status)
+        return True
 
     def _add(self, pod: PodView, e: _PodEntry) -> None:
         t = e.template
