@@ -202,6 +202,7 @@ class Agent:
         self.metrics.set_pod_metrics(config.pod_metrics)
         if self.runtime is not None:
             self.runtime.set_dry_run(config.waterline.dry_run)
+            self.runtime.set_enabled(config.waterline.enabled)
         if self.reporter is not None:
             self.reporter.configure(config.metric_collect_policy,
                                     retry_initial_seconds=config.report_retry_initial_seconds,

@@ -11,8 +11,8 @@ same schema check as at start and:
   on the Node says so; the same bad content is reported once, however many polls see it;
 * applies the keys in :data:`LIVE_KEYS` to the running components (``result="applied"``);
 * leaves the keys in :data:`RESTART_KEYS` as they were and says which wait for a restart
-  (``result="needs_restart"``).  They pick the process's sockets, the files it reads, the node it is, or
-  whether the waterline engine (with its policy watch and series) exists at all.
+  (``result="needs_restart"``).  They pick the process's sockets, the files it reads and the node it is; a
+  waterline engine the agent started without, with its policy watch and series, also waits for a restart.
 
 The WaterlinePolicy file the config names (``waterline.policyFile``) is watched the same way: a changed one
 replaces the running policies when every object in it is valid, and is refused as a whole otherwise.
@@ -44,11 +44,11 @@ POLL_SECONDS = 10.0
 LIVE_KEYS = frozenset({
     "collectIntervalSeconds", "collectContainers", "pressure", "podMetrics", "reportRetryInitialSeconds",
     "reportRetryMaxSeconds", "reportJitterFraction", "metricCollectPolicy", "waterline.intervalSeconds",
-    "waterline.policyFile", "waterline.dryRun",
+    "waterline.policyFile", "waterline.dryRun", "waterline.enabled",
 })
 RESTART_KEYS = frozenset({
     "nodeName", "procRoot", "cgroupRoot", "cgroupParent", "cgroupVersion", "cgroupDriver", "listenAddress", "port",
-    "debugAddress", "debugPort", "waterline.enabled",
+    "debugAddress", "debugPort",
 })
 _NOT_KEYS = {"source"}
 POLICY_FILE_KEY = "waterline.policyFile"
@@ -83,10 +83,14 @@ def changed_keys(old: AgentConfig, new: AgentConfig) -> Iterator[str]:
             yield _key(f.name)
 
 
-def _needs_restart(key: str, old: AgentConfig, new: AgentConfig) -> bool:
-    """``waterline.policyFile`` is live from one file to another; to or from watching the API is a restart."""
+def _needs_restart(key: str, old: AgentConfig, new: AgentConfig, *, engine: bool) -> bool:
+    """Whether a changed key waits for a restart.  Two live keys do in some cases: ``waterline.policyFile`` is
+    live from one file to another, not to or from watching the API; ``waterline.enabled`` is live when the agent
+    started with the engine (``engine``), and switching on an engine it started without is a restart."""
     if key == POLICY_FILE_KEY:
         return "" in (old.waterline.policy_file, new.waterline.policy_file)
+    if key == "waterline.enabled":
+        return not engine
     return key in RESTART_KEYS
 
 
@@ -200,7 +204,7 @@ class ConfigReloader:
             new = self._overrides(AgentConfig.load(self.file.path))
             old = self.agent.config
             keys = set(changed_keys(old, new))
-            restart = {k for k in keys if _needs_restart(k, old, new)}
+            restart = {k for k in keys if _needs_restart(k, old, new, engine=self.agent.runtime is not None)}
             merged = _keep(old, new, restart)
             self._follow(merged)
             policies = self.policy_file.pending()

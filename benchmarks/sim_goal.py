@@ -3,6 +3,7 @@
     python benchmarks/sim_goal.py [--json]            # both parts below (run it under the timing lock)
     python benchmarks/sim_goal.py --part seeds        # only the 5-seed comparison
     python benchmarks/sim_goal.py --part default      # only the default `loadwise sim` run, timed
+    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": ~10 min)
 
 * **seeds** — a whole day on 40 nodes for seeds 1-5, the three default policies on each seed's workload, all
   runs side by side in worker processes as `loadwise sim --seeds 1-5 --nodes 40` does.  Goal, for
@@ -12,6 +13,9 @@
   run under 3 minutes of wall time.
 * **default** — `loadwise sim` with its defaults (100 nodes, a day, seed 1, three policies): under 60 s of wall
   time on 2 cores.
+* **rebalance** — `loadaware-rebalance` against `loadaware-waterline`, the same measurement as
+  `benchmarks/rebalance_goal.py` (whose function it calls): a whole day on 40 nodes seeds 1-5 and on 100 nodes
+  seed 1; its goal items are listed there.
 
 Wall time depends on what else runs on the machine; CPU time (summed over the worker processes) is printed next to
 it.  A benchmark prints figures and says met / not met; it asserts nothing.
@@ -25,6 +29,8 @@ import logging
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from rebalance_goal import measure_goal, print_table
 
 from loadwise.cmd_sim import DEFAULT_HOURS, DEFAULT_NODES, DEFAULT_START_HOUR, DEFAULT_TICK_SECONDS
 from sim.compare import default_jobs, measure_all, parse_seeds, run_seeds
@@ -41,8 +47,10 @@ STRETCH_MARGIN = 1.05
 EVICTION_PERCENT = 1.0
 
 
-def _timed_runs(nodes: int, seeds: Sequence[int]) -> tuple[dict[int, dict[str, Measures]], float, float]:
-    """Every default policy on each seed's whole-day workload: measures per seed and policy, wall s, CPU s."""
+def _timed_runs(nodes: int, seeds: Sequence[int]) -> tuple[dict[int, dict[str, Measures]], float, float,
+                                                              dict[str, dict[str, float]]]:
+    """Every default policy on each seed's whole-day workload: measures per seed and policy, wall s, CPU s, and
+    each policy's seconds per phase of the loop (summed over the seeds)."""
     policies = load_policies(list(DEFAULT_COMPARE))
     t0 = time.perf_counter()
     workloads = {s: generate(SyntheticConfig(nodes=nodes, hours=DEFAULT_HOURS, seed=s)) for s in seeds}
@@ -51,7 +59,13 @@ def _timed_runs(nodes: int, seeds: Sequence[int]) -> tuple[dict[int, dict[str, M
     records = run_seeds(workloads, policies, options, jobs=default_jobs(len(policies) * len(seeds)))
     wall = time.perf_counter() - t0
     cpu = sum(r.cpu_seconds for recs in records.values() for r in recs)
-    return {s: {m.policy: m for m in measure_all(recs)} for s, recs in records.items()}, wall, cpu
+    phases: dict[str, dict[str, float]] = {}
+    for recs in records.values():
+        for r in recs:
+            mine = phases.setdefault(r.policy, {})
+            for name, secs in r.phase_seconds.items():
+                mine[name] = round(mine.get(name, 0.0) + secs, 1)
+    return {s: {m.policy: m for m in measure_all(recs)} for s, recs in records.items()}, wall, cpu, phases
 
 
 # What the README reports of the default run, per policy.
@@ -65,7 +79,8 @@ def _item(name: str, value: Any, target: str, met: bool) -> dict[str, Any]:
     return {"item": name, "value": value, "target": target, "met": met}
 
 
-def _seed_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float) -> dict[str, Any]:
+def _seed_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float,
+               phases: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The figures of the seeds part and whether each goal item is met."""
     base = {s: r[BASELINE] for s, r in runs.items()}
     best = {s: r[BEST] for s, r in runs.items()}
@@ -109,14 +124,18 @@ def _seed_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float) ->
     means = {p: {k: round(sum(getattr(r[p], k) for r in runs.values()) / len(runs), 3) for k in _HEADLINE}
              for p in policies}
     return {"mean_hotspot_node_minutes": {BASELINE: round(mean_base, 1), BEST: round(mean_best, 1)},
-            "mean_by_policy": means, "per_seed": per_seed, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1), "goal": items}
+            "mean_by_policy": means, "per_seed": per_seed, "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
+            "cpu_seconds_by_policy": {p: round(sum(r[p].cpu_seconds for r in runs.values()), 1) for p in policies},
+            "phase_seconds_by_policy": phases, "goal": items}
 
 
-def _default_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float) -> dict[str, Any]:
+def _default_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float,
+                  phases: dict[str, dict[str, float]]) -> dict[str, Any]:
     (only,) = runs.values()
     return {
         "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
         "cpu_seconds_by_policy": {p: m.cpu_seconds for p, m in only.items()},
+        "phase_seconds_by_policy": phases,
         "measures": {p: {k: getattr(m, k) for k in _HEADLINE} for p, m in only.items()},
         "goal": [_item("default run wall time, s", round(wall, 1), f"< {DEFAULT_BUDGET_SECONDS:g}",
                        wall < DEFAULT_BUDGET_SECONDS)],
@@ -126,8 +145,10 @@ def _default_goal(runs: dict[int, dict[str, Measures]], wall: float, cpu: float)
 def _print(doc: dict[str, Any]) -> None:
     seeds = doc.get("seeds")
     if seeds:
+        cpu = ", ".join(f"{p} {c:.1f}" for p, c in seeds["cpu_seconds_by_policy"].items())
         print(f"seeds {', '.join(map(str, seeds['per_seed']))}: whole day, {doc['nodes']} nodes, "
-              f"{seeds['wall_seconds']:.1f} s wall, {seeds['cpu_seconds']:.1f} s CPU")
+              f"{seeds['wall_seconds']:.1f} s wall, {seeds['cpu_seconds']:.1f} s CPU ({cpu})")
+        _print_phases(seeds["phase_seconds_by_policy"])
         for s, f in seeds["per_seed"].items():
             cut = f["hotspot_cut_percent"]
             print(f"  seed {s}: hotspot node-minutes {f['hotspot_node_minutes'][BASELINE]:,.0f} -> "
@@ -136,10 +157,13 @@ def _print(doc: dict[str, Any]) -> None:
                   f"{f['service_latency_inflation_p99'][BEST]:.3f}, stretch p95 {f['batch_stretch_p95'][BASELINE]:.3f}"
                   f" -> {f['batch_stretch_p95'][BEST]:.3f}, pending {f['pods_pending_end'][BASELINE]} -> "
                   f"{f['pods_pending_end'][BEST]}, evictions {f['eviction_rate_percent']:.2f}%")
+    if "rebalance" in doc:
+        print_table(doc["rebalance"])
     default = doc.get("default")
     if default:
         cpu = ", ".join(f"{p} {c:.1f}" for p, c in default["cpu_seconds_by_policy"].items())
         print(f"default run (100 nodes, a day, seed 1): {default['wall_seconds']:.1f} s wall, CPU {cpu} s")
+        _print_phases(default["phase_seconds_by_policy"])
         for p, m in default["measures"].items():
             print(f"  {p:<22} " + ", ".join(f"{k} {v}" for k, v in m.items()))
     print("goal:")
@@ -147,9 +171,16 @@ def _print(doc: dict[str, Any]) -> None:
         print(f"  [{'met' if item['met'] else 'NOT met'}] {item['item']}: {item['value']} (target {item['target']})")
 
 
+def _print_phases(phases: dict[str, dict[str, float]]) -> None:
+    """Where each policy's CPU time went, by phase of the simulated loop."""
+    for p, secs in phases.items():
+        print(f"  {p:<22} CPU by phase, s: " + ", ".join(f"{k} {v:.1f}" for k, v in secs.items() if v))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("all", "seeds", "default"), default="all")
+    ap.add_argument("--part", choices=("all", "seeds", "default", "rebalance"), default="all",
+                    help="all: seeds and default; rebalance runs alone (default %(default)s)")
     ap.add_argument("--nodes", type=int, default=40, help="cluster size of the seeds part (default %(default)s)")
     ap.add_argument("--seeds", default="1-5", help="seeds of the seeds part (default %(default)s)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -162,6 +193,9 @@ def main() -> None:
     if args.part in ("all", "default"):
         doc["default"] = _default_goal(*_timed_runs(DEFAULT_NODES, [1]))
         doc["goal"] += doc["default"]["goal"]
+    if args.part == "rebalance":
+        doc["rebalance"] = measure_goal()
+        doc["goal"] += doc["rebalance"]["goal"]
     doc["met"] = all(item["met"] for item in doc["goal"])
     if args.json:
         print(json.dumps(doc, indent=2))

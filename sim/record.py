@@ -67,7 +67,7 @@ class RunRecord:
     cpu_seconds: float = 0.0  # CPU time of the run's process (wall time includes waiting for a core)
     reports: int = 0
     waterline_ticks: int = 0
-    phase_seconds: dict[str, float] = field(default_factory=dict)  # wall time per phase of the loop
+    phase_seconds: dict[str, float] = field(default_factory=dict)  # CPU time per phase of the loop
     cpu_demand_seconds: F64 = field(default_factory=lambda: np.zeros(len(KIND_CODES)))  # millicore-seconds, per class
     cpu_served_seconds: F64 = field(default_factory=lambda: np.zeros(len(KIND_CODES)))
     inflation_parts: list[F32] = field(default_factory=list)  # per step, each running service pod's inflation

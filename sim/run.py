@@ -146,6 +146,7 @@ class _Pod:
     message: str = ""
     _meta: PodMeta | None = None
     _view: PodView | None = None
+    _default_quota: int | None = None
 
     @property
     def key(self) -> str:
@@ -165,8 +166,16 @@ class _Pod:
             self._view = PodView.parse(self.obj)
         return self._view
 
+    @property
+    def default_quota_us(self) -> int:
+        """The CFS quota its CPU limit gives the pod (-1: unlimited), before any waterline throttles it."""
+        if self._default_quota is None:
+            limit = self.view.limits.get("cpu", 0)
+            self._default_quota = int(limit * CPU_PERIOD_US / 1000) if limit else -1
+        return self._default_quota
+
     def update(self, obj: dict[str, Any]) -> None:
-        self.obj, self._meta, self._view = obj, None, None
+        self.obj, self._meta, self._view, self._default_quota = obj, None, None, None
 
 
 @dataclass(slots=True)
@@ -206,7 +215,8 @@ class TickUsage:
 
 
 class _Phases:
-    """Wall time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py``."""
+    """CPU time per phase of the loop (``with phases("usage"): ...``), for ``benchmarks/sim_runtime.py`` and
+    ``benchmarks/sim_goal.py``: process time, so what other processes on the machine do does not count."""
 
     NAMES = ("pods", "usage", "agent-record", "agent-report", "waterline", "rebalancer", "scheduler")
 
@@ -220,10 +230,10 @@ class _Phases:
         return self
 
     def __enter__(self) -> None:
-        self._t0 = time.perf_counter()
+        self._t0 = time.process_time()
 
     def __exit__(self, *exc: object) -> None:
-        self.seconds[self._name] += time.perf_counter() - self._t0
+        self.seconds[self._name] += time.process_time() - self._t0
 
     def rounded(self) -> dict[str, float]:
         return {k: round(v, 3) for k, v in self.seconds.items()}
@@ -473,16 +483,14 @@ class Simulation:
                 self._work_left[which], u.demand[finite], u.served[finite], t, step)
 
     # -- waterline -------------------------------------------------------------------------------------------
-    def _pod_state(self, p: _Pod, cpu: float, mem: float) -> PodState:
+    def _pod_state(self, p: _Pod, cpu: float, mem: float, quotas: Mapping[str, tuple[int, int]]) -> PodState:
+        """What the agent's cgroup scan sees of a running pod: its usage, its current CFS quota (``quotas``: the
+        waterline's, else the limit's) and the fields of the Pod."""
         v = p.view
-        limit = v.limits.get("cpu", 0)
-        default_quota = int(limit * CPU_PERIOD_US / 1000) if limit else -1
-        assert self.waterline is not None
-        quota = self.waterline.quota.quota_us(p.uid, default_quota)
-        container = ContainerState(
-            name="main", cpu_usage_milli=int(cpu), cpu_quota_us=quota, cpu_period_us=CPU_PERIOD_US,
-            requests=v.requests, limits=v.limits,
-        )
+        throttled = quotas.get(p.uid)
+        quota = p.default_quota_us if throttled is None else throttled[0]
+        container = ContainerState(name="main", cpu_usage_milli=int(cpu), cpu_quota_us=quota,
+                                   cpu_period_us=CPU_PERIOD_US, requests=v.requests, limits=v.limits)
         return PodState(
             namespace=v.namespace, name=v.name, uid=p.uid, qos_class=v.qos.value, priority=v.priority,
             priority_class=v.priority_class.value, start_time=self.options.start_time + p.started,
@@ -547,7 +555,7 @@ class Simulation:
         return rec
 
     def _tick(self, k: int, rec: RunRecord, phases: _Phases) -> None:
-        """One step, in the order of the module docstring; each part's wall time goes to its phase."""
+        """One step, in the order of the module docstring; each part's CPU time goes to its phase."""
         t = k * self.options.tick_seconds
         now = self.options.start_time + t
         self.clock.set(now)
@@ -631,10 +639,11 @@ class Simulation:
         self, now: float, node_cpu: np.ndarray, node_mem: np.ndarray, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]
     ) -> None:
         assert self.waterline is not None
+        quotas = self.waterline.quota.quotas
         for i in self.waterline.due(now, node_cpu, node_mem):
             nd = self.nodes[i]
             metrics = self.waterline.node_metrics(nd, float(node_cpu[i]), float(node_mem[i]))
-            states = [self._pod_state(p, c, m) for p, c, m in pods_on[i] if p.key in self._running]
+            states = [self._pod_state(p, c, m, quotas) for p, c, m in pods_on[i] if p.key in self._running]
             self.waterline.tick(i, self.waterline.node_state(nd, now, metrics, states, self._node_labels[i]))
 
 

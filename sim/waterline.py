@@ -63,10 +63,6 @@ class SimQuotaWriter:
         self.writes += 1
         return ActResult(Outcome.ACCEPTED)
 
-    def quota_us(self, uid: str, default: int) -> int:
-        q = self.quotas.get(uid)
-        return default if q is None else q[0]
-
     def forget(self, uid: str) -> None:
         self.quotas.pop(uid, None)
 

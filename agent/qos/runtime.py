@@ -14,6 +14,7 @@ dry-run decisions accumulate as if they had been carried out.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,6 +175,8 @@ class WaterlineRuntime:
         self._last_event: dict[str, str] = {}
         # Per rule key, the rule-state gauge's series (one per state), removed with the rule.
         self._rule_series: dict[str, tuple[Any, ...]] = {}
+        self._mode_lock = threading.Lock()  # a mode switch (reloaded config) waits for the tick in progress
+        self.enabled = True
 
     def _real_actuators(self) -> Actuation | None:
         """cgroup quota writes, the Eviction API and the node's taint; none without a cluster."""
@@ -189,9 +192,20 @@ class WaterlineRuntime:
         dry-run: the live lane keeps ticking with no rule until what it did is undone (each throttled container
         back to its quota, the taint lifted), so nothing it set is left behind with no one to restore it.
         """
-        if not dry_run and self.actuators is None:
-            self.actuators = self._real_actuators()
-        self.dry_run = dry_run or self.actuators is None
+        with self._mode_lock:
+            if not dry_run and self.actuators is None:
+                self.actuators = self._real_actuators()
+            self.dry_run = dry_run or self.actuators is None
+
+    def set_enabled(self, enabled: bool) -> None:
+        """Switch the engine off or on between ticks (a reloaded ``waterline.enabled``).
+
+        Off, it ticks as if no policy applied until what it did is undone (quotas restored, the taint lifted,
+        the rules' series removed), and is idle from then on; the policies it was given are kept for when it is
+        switched on again.
+        """
+        with self._mode_lock:
+            self.enabled = enabled
 
     def _winding_down(self) -> bool:
         """Dry-run now, and the live lane still holds a throttle or the taint from before the switch."""
@@ -214,12 +228,16 @@ class WaterlineRuntime:
             return False  # the first tick reconciles the node; a removed rule's series must go
         if any(lane.memory.throttled or lane.disabled for lane in lanes):
             return False
-        return not self.policies.policies()
+        return not self.enabled or not self.policies.policies()
 
     # -- the tick ---------------------------------------------------------------------------------------
     def tick(self, state: NodeState) -> TickReport:
         """Detect on every applicable rule, then plan and act lane by lane (live, then dry-run)."""
-        policies = self.policies.applicable(state.labels)
+        with self._mode_lock:
+            return self._tick(state)
+
+    def _tick(self, state: NodeState) -> TickReport:
+        policies = self.policies.applicable(state.labels) if self.enabled else []
         self._forget_rules({p.rule_key(r) for p in policies for r in p.rules})
         results = [self.detector.evaluate(p, r, state) for p in policies for r in p.rules]
         self._rule_metrics(results)

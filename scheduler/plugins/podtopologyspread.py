@@ -60,6 +60,7 @@ PER_POD_LABELS = frozenset({"statefulset.kubernetes.io/pod-name", "apps.kubernet
                             "controller-revision-hash", "batch.kubernetes.io/job-completion-index"})
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 # a pod matches when, for every (namespaces, selector) pair, its namespace is in the set (None: any) and its
 # labels match the selector
 Matcher = tuple[tuple[frozenset[str] | None, LabelSelector], ...]
@@ -477,6 +478,9 @@ class SpreadCheck:
         self.system_defaulted = system_defaulted
         self.labels = [n.view.labels for n in ssn.nodes]
         self._domains: dict[str, tuple[IntArray, int]] = {}
+        # per topology key: the nodes carrying it, and whether every node is a domain of its own (row order)
+        self._present: dict[str, BoolArray] = {}
+        self._one_per_node: dict[str, bool] = {}
         self._affinity = affinity
         self._taints = taints
         self._constraints: dict[str, tuple[list[Constraint], bool]] = {}
@@ -493,6 +497,8 @@ class SpreadCheck:
                     arr[i] = ids.setdefault(lb[key], len(ids))
             hit = (arr, len(ids))
             self._domains[key] = hit
+            self._present[key] = arr >= 0
+            self._one_per_node[key] = len(ids) == len(arr)  # ids are given in row order: 0, 1, 2, ...
         return hit
 
     def constraints(self, task: TaskInfo) -> tuple[list[Constraint], bool]:
@@ -597,15 +603,7 @@ class SpreadCheck:
         scored = mask & ~ignored
         raw = np.zeros(n, dtype=np.float64)
         for c in soft:
-            ids, ndom = self.domains(c.spec.topology_key)
-            if c.spec.topology_key == HOSTNAME:
-                size = int(scored.sum())
-            else:
-                size = int(np.unique(ids[scored & (ids >= 0)]).size)
-            weight = math.log(size + 2)
-            counting = self._eligible(pod, c) & (has_all if require_all else ids >= 0)
-            dom = np.bincount(ids[counting], weights=self._per_node(pod, c)[counting], minlength=ndom)
-            raw += np.where(ids >= 0, dom[np.maximum(ids, 0)] * weight + (c.spec.max_skew - 1), 0.0) if ndom else 0.0
+            raw += self._soft_raw(pod, c, scored, has_all if require_all else None)
         scores = _round_half_up(raw)
         if not scored.any():
             return np.zeros(n, dtype=np.int64)
@@ -613,6 +611,30 @@ class SpreadCheck:
         if hi == 0:
             return np.where(scored, 100, 0).astype(np.int64)
         return np.where(scored, 100 * (hi + lo - scores) // hi, 0).astype(np.int64)
+
+    def _soft_raw(self, pod: PodView, c: Constraint, scored: BoolArray, has_all: BoolArray | None) -> FloatArray:
+        """One ScheduleAnyway constraint's raw score per node: the matching pods in the node's domain times
+        log(domains scored + 2), plus maxSkew - 1 (0 on nodes without the key).  ``has_all``: count only the nodes
+        carrying every constraint's key (the pod's own constraints), else those carrying this one's."""
+        key = c.spec.topology_key
+        ids, ndom = self.domains(key)
+        if not ndom:
+            return np.zeros(len(ids), dtype=np.float64)
+        present = self._present[key]
+        if key == HOSTNAME:
+            size = int(np.count_nonzero(scored))
+        else:
+            size = int(np.count_nonzero(np.bincount(ids[scored & present], minlength=ndom)))
+        weight = math.log(size + 2)
+        counting = self._eligible(pod, c) & (present if has_all is None else has_all)
+        per_node = self._per_node(pod, c)
+        if self._one_per_node[key]:  # each node its own domain: the domain count is the node's own
+            in_domain = np.where(counting, per_node, 0)
+        else:
+            dom = np.bincount(ids[counting], weights=per_node[counting], minlength=ndom)
+            in_domain = dom[np.maximum(ids, 0)]
+        out: FloatArray = np.where(present, in_domain * weight + (c.spec.max_skew - 1), 0.0)
+        return out
 
 
 class PodTopologySpread:

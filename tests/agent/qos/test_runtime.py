@@ -269,11 +269,17 @@ def test_a_multi_container_throttle_is_one_event_and_one_count() -> None:
     assert env.metric("loadwise_agent_actions_total", node="n1", action="unthrottle", reason="p.t", dry_run="false") == 1
 
 
-def test_switching_to_dry_run_undoes_what_the_live_lane_did_and_back_acts_again() -> None:
+def _throttled_and_tainted() -> Env:
+    """An enforcing engine whose one rule has throttled pod a's container and tainted the node."""
     pol = policy_dict(rule("t", value="5000", action={**THROTTLE, "coolDownSeconds": 300}, restoreThreshold=1))
     env = Env(pod("a", cpu=3000), policy=pol)
     env.tick(7000)
     assert env.tainted() and env.quota.calls[-1][2:] == ("c", 270_000, 100_000)
+    return env
+
+
+def test_switching_to_dry_run_undoes_what_the_live_lane_did_and_back_acts_again() -> None:
+    env = _throttled_and_tainted()
     env.rt.set_dry_run(True)
     assert not env.rt.idle()  # the live lane still holds a throttle and the taint
     r = env.tick(7000)  # still over the line: the dry lane decides, the live lane only restores
@@ -292,3 +298,18 @@ def test_without_a_cluster_the_engine_stays_dry_run() -> None:
     rt = WaterlineRuntime(None, "n1", FakeClock(T0), dry_run=True)
     rt.set_dry_run(False)
     assert rt.dry_run and rt.actuators is None
+
+
+def test_switching_the_engine_off_undoes_its_actions_then_idles_and_on_again_resumes() -> None:
+    env = _throttled_and_tainted()
+    env.rt.set_enabled(False)
+    assert not env.rt.idle()
+    r = env.tick(7000)
+    assert r.triggered == () and r.scheduling == "enabled" and not env.tainted()
+    assert env.quota.calls[-1][2:] == ("c", -1, 100_000)
+    assert env.metric("loadwise_agent_waterline_rule_state", node="n1", rule="p.t", state="active") is None
+    assert env.rt.idle()
+    env.rt.set_enabled(True)
+    assert not env.rt.idle()
+    r = env.tick(7000)
+    assert r.triggered == ("p.t",) and env.tainted()
