@@ -3,6 +3,7 @@
     python benchmarks/sim_goal.py [--json]            # both parts below (run it under the timing lock)
     python benchmarks/sim_goal.py --part seeds        # only the 5-seed comparison
     python benchmarks/sim_goal.py --part default      # only the default `loadwise sim` run, timed
+    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": ~10 min)
 
 * **seeds** — a whole day on 40 nodes for seeds 1-5, the three default policies on each seed's workload, all
   runs side by side in worker processes as `loadwise sim --seeds 1-5 --nodes 40` does.  Goal, for
@@ -12,6 +13,9 @@
   run under 3 minutes of wall time.
 * **default** — `loadwise sim` with its defaults (100 nodes, a day, seed 1, three policies): under 60 s of wall
   time on 2 cores.
+* **rebalance** — `loadaware-rebalance` against `loadaware-waterline`, the same measurement as
+  `benchmarks/rebalance_goal.py` (whose function it calls): a whole day on 40 nodes seeds 1-5 and on 100 nodes
+  seed 1; its goal items are listed there.
 
 Wall time depends on what else runs on the machine; CPU time (summed over the worker processes) is printed next to
 it, per policy and by phase of the simulated loop (where a budget has to be found).  A benchmark prints figures and
@@ -26,6 +30,8 @@ import logging
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from rebalance_goal import measure_goal, print_table
 
 from loadwise.cmd_sim import DEFAULT_HOURS, DEFAULT_NODES, DEFAULT_START_HOUR, DEFAULT_TICK_SECONDS
 from sim.compare import default_jobs, measure_all, parse_seeds, run_seeds
@@ -152,6 +158,8 @@ def _print(doc: dict[str, Any]) -> None:
                   f"{f['service_latency_inflation_p99'][BEST]:.3f}, stretch p95 {f['batch_stretch_p95'][BASELINE]:.3f}"
                   f" -> {f['batch_stretch_p95'][BEST]:.3f}, pending {f['pods_pending_end'][BASELINE]} -> "
                   f"{f['pods_pending_end'][BEST]}, evictions {f['eviction_rate_percent']:.2f}%")
+    if "rebalance" in doc:
+        print_table(doc["rebalance"])
     default = doc.get("default")
     if default:
         cpu = ", ".join(f"{p} {c:.1f}" for p, c in default["cpu_seconds_by_policy"].items())
@@ -172,7 +180,8 @@ def _print_phases(phases: dict[str, dict[str, float]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("all", "seeds", "default"), default="all")
+    ap.add_argument("--part", choices=("all", "seeds", "default", "rebalance"), default="all",
+                    help="all: seeds and default; rebalance runs alone (default %(default)s)")
     ap.add_argument("--nodes", type=int, default=40, help="cluster size of the seeds part (default %(default)s)")
     ap.add_argument("--seeds", default="1-5", help="seeds of the seeds part (default %(default)s)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -185,6 +194,9 @@ def main() -> None:
     if args.part in ("all", "default"):
         doc["default"] = _default_goal(*_timed_runs(DEFAULT_NODES, [1]))
         doc["goal"] += doc["default"]["goal"]
+    if args.part == "rebalance":
+        doc["rebalance"] = measure_goal()
+        doc["goal"] += doc["rebalance"]["goal"]
     doc["met"] = all(item["met"] for item in doc["goal"])
     if args.json:
         print(json.dumps(doc, indent=2))

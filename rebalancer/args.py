@@ -23,7 +23,8 @@ KNOWN_FIELDS = frozenset({
     "resourceWeights", "anomalyCondition", "numberOfNodes", "nodeSelector", "evictableNamespaces", "podSelectors",
     "nodeFit", "nodeMetricExpirationSeconds", "dryRun", "paused", "maxEvictionsPerNode", "maxEvictionsPerNamespace",
     "maxEvictionsPerWorkload", "maxEvictionsTotal", "relievedNodeCooldownSeconds", "workloadCooldownSeconds",
-    "reservationSeconds", "intervalSeconds", "maxDestinationChecks",
+    "reservationSeconds", "intervalSeconds", "maxDestinationChecks", "maxEvictionsPercent", "maxEvictionsWindowSeconds",
+    "lowDestinationsOnly", "destinationThresholds",
 })
 _ANOMALY_FIELDS = frozenset({"consecutiveAbnormalities", "consecutiveNormalities", "timeout"})
 
@@ -48,6 +49,7 @@ class PodSelector:
 class RebalanceArgs:
     high_thresholds: Mapping[str, int]
     low_thresholds: Mapping[str, int]
+    destination_thresholds: Mapping[str, int] = field(default_factory=dict)  # default: the high ones
     use_deviation_thresholds: bool = False
     prod_high_thresholds: Mapping[str, int] = field(default_factory=dict)
     prod_low_thresholds: Mapping[str, int] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class RebalanceArgs:
     exclude_namespaces: frozenset[str] = frozenset()
     pod_selectors: tuple[PodSelector, ...] = ()
     node_fit: bool = True
+    low_destinations_only: bool = False
     node_metric_expiration_seconds: int = 180
     dry_run: bool = False
     paused: bool = False
@@ -72,6 +75,9 @@ class RebalanceArgs:
     reservation_seconds: float = 300.0
     interval_seconds: float = 60.0
     max_destination_checks: int = 20
+    # across rounds: evictions within any window, as a percent of the pods on the selected nodes (0: no limit)
+    max_evictions_percent: float = 1.0
+    max_evictions_window_seconds: float = 3600.0
 
     @property
     def resources(self) -> tuple[str, ...]:
@@ -113,6 +119,20 @@ def _pair(raw: Mapping[str, Any], low_key: str, high_key: str, source: str,
             raise ConfigError(f"{pct} is above {high_key}.{resource} ({high[resource]})",
                               field=f"{low_key}.{resource}", source=source)
     return low, high
+
+
+def _destination(raw: Any, low: Mapping[str, int], high: Mapping[str, int], source: str) -> dict[str, int]:
+    """How full a destination may get: per resource of ``highThresholds``, up to its high percent and (unless the
+    thresholds are deviations, ``low`` then empty) not below its low one."""
+    out = _thresholds(raw, "destinationThresholds", source)
+    for resource, pct in out.items():
+        where = f"destinationThresholds.{resource}"
+        if resource not in high:
+            raise ConfigError("names a resource highThresholds does not", field=where, source=source)
+        if not low.get(resource, 0) <= pct <= high[resource]:
+            raise ConfigError(f"{pct} is not between lowThresholds.{resource} ({low.get(resource, 0)}) and "
+                              f"highThresholds.{resource} ({high[resource]})", field=where, source=source)
+    return out
 
 
 def _bool(raw: Mapping[str, Any], key: str, default: bool, source: str) -> bool:
@@ -219,13 +239,15 @@ def parse_rebalance_args(raw: Mapping[str, Any], *, source: str = "rebalancer ar
         raise ConfigError(f"unknown field (known: {', '.join(sorted(KNOWN_FIELDS))})", field=unknown[0],
                           source=source)
     low, high = _pair(raw, "lowThresholds", "highThresholds", source, required=True)
+    deviation = _bool(raw, "useDeviationThresholds", False, source)
+    destination = _destination(raw.get("destinationThresholds"), {} if deviation else low, high, source)
     prod_low, prod_high = _pair(raw, "prodLowThresholds", "prodHighThresholds", source, required=False)
     resources = tuple(sorted(set(high) | set(prod_high)))
     include, exclude = _namespaces(raw.get("evictableNamespaces"), source)
     d = RebalanceArgs({}, {})
     return RebalanceArgs(
-        high_thresholds=high, low_thresholds=low,
-        use_deviation_thresholds=_bool(raw, "useDeviationThresholds", False, source),
+        high_thresholds=high, low_thresholds=low, destination_thresholds=destination,
+        use_deviation_thresholds=deviation,
         prod_high_thresholds=prod_high, prod_low_thresholds=prod_low,
         resource_weights=_weights(raw.get("resourceWeights"), resources, source),
         anomaly_condition=_anomaly(raw.get("anomalyCondition"), source),
@@ -234,6 +256,7 @@ def parse_rebalance_args(raw: Mapping[str, Any], *, source: str = "rebalancer ar
         include_namespaces=include, exclude_namespaces=exclude,
         pod_selectors=_pod_selectors(raw.get("podSelectors"), source),
         node_fit=_bool(raw, "nodeFit", True, source),
+        low_destinations_only=_bool(raw, "lowDestinationsOnly", d.low_destinations_only, source),
         node_metric_expiration_seconds=_count(raw, "nodeMetricExpirationSeconds", 180, source, 1),
         dry_run=_bool(raw, "dryRun", False, source),
         paused=_bool(raw, "paused", False, source),
@@ -249,7 +272,20 @@ def parse_rebalance_args(raw: Mapping[str, Any], *, source: str = "rebalancer ar
                                      source),
         interval_seconds=_positive(raw.get("intervalSeconds"), "intervalSeconds", d.interval_seconds, source),
         max_destination_checks=_count(raw, "maxDestinationChecks", d.max_destination_checks, source, 1),
+        max_evictions_percent=_fraction_percent(raw.get("maxEvictionsPercent"), "maxEvictionsPercent",
+                                                d.max_evictions_percent, source),
+        max_evictions_window_seconds=_positive(raw.get("maxEvictionsWindowSeconds"), "maxEvictionsWindowSeconds",
+                                               d.max_evictions_window_seconds, source),
     )
+
+
+def _fraction_percent(raw: Any, key: str, default: float, source: str) -> float:
+    """A percent that may have a fraction (``0.5``), in 0..100."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw <= 100:
+        raise ConfigError(f"must be a percent in 0..100, got {raw!r}", field=key, source=source)
+    return float(raw)
 
 
 def _positive(raw: Any, key: str, default: float, source: str) -> float:

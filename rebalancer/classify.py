@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from common.objects import NodeMetricView, NodeView
 from common.qos import PriorityClass
@@ -20,7 +20,8 @@ from .args import RebalanceArgs
 
 PROD = PriorityClass.PROD.value
 
-__all__ = ["NodeClass", "NodeLoad", "Thresholds", "classify", "node_loads", "over_high", "thresholds"]
+__all__ = ["NodeClass", "NodeLoad", "Thresholds", "above_destination", "classify", "node_loads", "over_high",
+           "thresholds"]
 
 
 class NodeClass(enum.StrEnum):
@@ -38,6 +39,11 @@ class Thresholds:
     high: Mapping[str, float]
     prod_low: Mapping[str, float]
     prod_high: Mapping[str, float]
+    destination: Mapping[str, float] = field(default_factory=dict)  # a resource not named: its high threshold
+
+    def destination_limit(self, resource: str) -> float:
+        """How full a destination may get in ``resource``."""
+        return self.destination.get(resource, self.high[resource])
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,19 +93,21 @@ def _mean(loads: Sequence[NodeLoad], resource: str, prod: bool) -> float:
 
 def thresholds(args: RebalanceArgs, loads: Sequence[NodeLoad]) -> Thresholds:
     """The configured percents, or with ``useDeviationThresholds`` the cluster mean (over the fresh nodes) minus the
-    low and plus the high deviation, clamped to 0..100."""
+    low and plus the high (and destination) deviation, clamped to 0..100."""
     if not args.use_deviation_thresholds:
         as_float = {k: float(v) for k, v in args.low_thresholds.items()}
         return Thresholds(as_float, {k: float(v) for k, v in args.high_thresholds.items()},
                           {k: float(v) for k, v in args.prod_low_thresholds.items()},
-                          {k: float(v) for k, v in args.prod_high_thresholds.items()})
+                          {k: float(v) for k, v in args.prod_high_thresholds.items()},
+                          {k: float(v) for k, v in args.destination_thresholds.items()})
     fresh = [n for n in loads if n.fresh]
 
     def around(devs: Mapping[str, int], sign: int, prod: bool) -> dict[str, float]:
         return {r: min(100.0, max(0.0, _mean(fresh, r, prod) + sign * d)) for r, d in devs.items()}
 
     return Thresholds(around(args.low_thresholds, -1, False), around(args.high_thresholds, 1, False),
-                      around(args.prod_low_thresholds, -1, True), around(args.prod_high_thresholds, 1, True))
+                      around(args.prod_low_thresholds, -1, True), around(args.prod_high_thresholds, 1, True),
+                      around(args.destination_thresholds, 1, False))
 
 
 def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None = None,
@@ -109,6 +117,15 @@ def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None =
     prod = load.prod_usage if prod_usage is None else prod_usage
     out += [r for r, t in thr.prod_high.items() if load.percent(r, prod) > t and r not in out]
     return sorted(out)
+
+
+def above_destination(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int],
+                      prod_usage: Mapping[str, int]) -> bool:
+    """Whether ``usage`` is above a destination threshold, or ``prod_usage`` above a prod high threshold: how full
+    a node may be after a move, the destination with the pod as the source without it."""
+    if any(load.percent(r, usage) > thr.destination_limit(r) for r in thr.high):
+        return True
+    return any(load.percent(r, prod_usage) > t for r, t in thr.prod_high.items())
 
 
 def classify(load: NodeLoad, thr: Thresholds) -> NodeClass:

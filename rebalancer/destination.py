@@ -26,7 +26,7 @@ from scheduler.conf import SchedulerConf
 from scheduler.explain import explain
 from scheduler.framework.snapshot import Snapshot
 
-from .classify import NodeLoad, Thresholds, over_high
+from .classify import NodeLoad, Thresholds, above_destination
 
 __all__ = ["Proof", "Probe", "prove", "pending_copy", "closed_to"]
 
@@ -81,11 +81,13 @@ def pending_copy(pod: PodView, scheduler_name: str, now: float) -> PodView:
 
 
 def _stays_cool(load: NodeLoad, probe: Probe, usage: Resources, prod: bool) -> bool:
+    """Whether ``load``'s node, with its reservations and ``usage`` added, stays at or below the destination
+    thresholds (node usage) and the prod high thresholds (prod usage)."""
     after = load.usage + probe.incoming(load.name) + usage
     prod_after = load.prod_usage + probe.incoming(load.name, prod_only=True)
     if prod:
         prod_after = prod_after + usage
-    return not over_high(load, probe.thresholds, after, prod_after)
+    return not above_destination(load, probe.thresholds, after, prod_after)
 
 
 def closed_to(probe: Probe, source: str, usage: Resources, prod: bool) -> set[str]:

@@ -2,13 +2,15 @@
 
 The round classifies the nodes, lets the anomaly detector confirm the hot ones, and walks the confirmed sources
 hottest first.  On each it takes the removable pods in LowNodeLoad's order and plans a move only while the source
-is still above a high threshold counting the usage already planned off it, only within the per-round limits and
-cool-downs, and only when the scheduler proves a destination (``rebalancer.destination``).  :class:`Rebalancer`
+is still above a high threshold counting the usage already planned off it, only within the per-round limits, the
+budget across rounds (``maxEvictionsPercent``) and the cool-downs, only for a pod big enough to matter for the
+source's excess, and only when the scheduler proves a destination (``rebalancer.destination``).  :class:`Rebalancer`
 keeps what must outlive a round (detector, cool-downs); :meth:`Rebalancer.record` is told which moves happened.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 
 from .anomaly import AnomalyDetector
 from .args import RebalanceArgs
-from .classify import NodeClass, NodeLoad, Thresholds, classify, node_loads, over_high, thresholds
+from .classify import NodeClass, NodeLoad, Thresholds, above_destination, classify, node_loads, over_high, thresholds
 from .destination import Probe, Proof, closed_to, prove
 from .rank import Candidate, rank, removable
 
@@ -112,6 +114,7 @@ class _Round:
     per_node: Counter[str] = field(default_factory=Counter)
     per_namespace: Counter[str] = field(default_factory=Counter)
     per_workload: Counter[str] = field(default_factory=Counter)
+    budget: int | None = None  # moves this round may still plan under maxEvictionsPercent (None: no limit)
 
 
 class Rebalancer:
@@ -123,12 +126,14 @@ class Rebalancer:
         self.detector = AnomalyDetector(args.anomaly_condition)
         self.relieved: dict[str, float] = {}  # node -> time of its last eviction
         self.workloads: dict[str, float] = {}  # workload -> time of its last eviction
+        self.evictions: list[float] = []  # times of the accepted evictions within maxEvictionsWindowSeconds
 
     # -- state the adapters update ---------------------------------------------------------------------------
     def record(self, move: Move, now: float) -> None:
         """``move``'s eviction was accepted: start the cool-downs, and make the detector observe the source anew."""
         self.relieved[move.source] = now
         self.workloads[move.workload] = now
+        self.evictions.append(now)
         self.detector.reset(move.source)
 
     # -- the round -------------------------------------------------------------------------------------------
@@ -151,7 +156,9 @@ class Rebalancer:
         if not sources:
             plan.note = "no node confirmed hot"
             return plan
-        closed = frozenset(n for n, k in classes.items() if k in (NodeClass.HIGH, NodeClass.STALE))
+        shut = (NodeClass.HIGH, NodeClass.STALE, NodeClass.APPROPRIATE) if args.low_destinations_only else (
+            NodeClass.HIGH, NodeClass.STALE)
+        closed = frozenset(n for n, k in classes.items() if k in shut)
         reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
                     for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
         rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,
@@ -160,6 +167,7 @@ class Rebalancer:
         for pod in snapshot.pods:
             if pod.node_name:
                 by_node.setdefault(pod.node_name, []).append(pod)
+        rnd.budget = self._budget(sum(len(by_node.get(n.name, ())) for n in nodes), now)
         for source in sources:
             self._relieve(rnd, source, by_node.get(source.name, []), snapshot, now)
         return plan
@@ -187,6 +195,16 @@ class Rebalancer:
         arrived = {(workload_of(p), p.creation_time or 0.0) for p in snapshot.pods if p.node_name == node}
         return [r for r in entries if not any(w == r.workload and t >= r.since for w, t in arrived)]
 
+    def _budget(self, pods: int, now: float) -> int | None:
+        """How many moves this round may plan: ``maxEvictionsPercent`` of the ``pods`` on the selected nodes (at
+        least one) per window, less the evictions of the window so far; None without that limit."""
+        args = self.args
+        if args.max_evictions_percent <= 0:
+            return None
+        self.evictions = [t for t in self.evictions if now - t < args.max_evictions_window_seconds]
+        allowed = max(1, math.floor(pods * args.max_evictions_percent / 100.0))
+        return max(0, allowed - len(self.evictions))
+
     def _cooling(self, until: dict[str, float], key: str, seconds: float, now: float) -> bool:
         last = until.get(key)
         return last is not None and now - last < seconds
@@ -196,6 +214,9 @@ class Rebalancer:
         args = self.args
         if len(rnd.plan.moves) >= args.max_evictions_total:
             return f"maxEvictionsTotal ({args.max_evictions_total}) reached"
+        if rnd.budget is not None and len(rnd.plan.moves) >= rnd.budget:
+            return (f"maxEvictionsPercent ({args.max_evictions_percent:g}% of the pods per "
+                    f"{args.max_evictions_window_seconds:g} s) reached")
         if rnd.per_node[source] >= args.max_evictions_per_node:
             return f"maxEvictionsPerNode ({args.max_evictions_per_node}) reached"
         if rnd.plan.checks >= args.max_destination_checks:
@@ -230,7 +251,7 @@ class Rebalancer:
             if stop:
                 plan.skipped.append(Skip(c.key, source.name, stop))
                 return
-            why = self._limit(rnd, c, now)
+            why = self._limit(rnd, c, now) or self._too_small(rnd, c, source, usage, prod_usage)
             if why:
                 plan.skipped.append(Skip(c.key, source.name, why))
                 continue
@@ -239,6 +260,21 @@ class Rebalancer:
                 usage = usage - c.usage
                 if move.prod:
                     prod_usage = prod_usage - c.usage
+
+    def _too_small(self, rnd: _Round, c: Candidate, source: NodeLoad, usage: Resources,
+                   prod_usage: Resources) -> str:
+        """Why ``c`` cannot matter for the source's excess, or "": the moves still allowed off the source this round,
+        each as big as ``c``, would leave it above its destination thresholds (the high ones unless configured
+        lower), the level a move must leave both of its nodes at.  A pod that cannot cool its node spends an
+        eviction (and its restart) on a node that stays hot, or soon is again."""
+        slots = self.args.max_evictions_per_node - rnd.per_node[source.name]
+        prod = c.pod.priority_class == PriorityClass.PROD
+        relief = Resources({r: v * slots for r, v in c.usage.items()})
+        after = usage - relief
+        prod_after = prod_usage - relief if prod else prod_usage
+        if above_destination(source, rnd.probe.thresholds, after, prod_after):
+            return "too small: it (and the moves still allowed off the node) would leave the source hot"
+        return ""
 
     def _try(self, rnd: _Round, c: Candidate, source: NodeLoad, usage: Resources, now: float) -> Move | None:
         """Prove a destination for ``c`` and plan the move, or note why it stays."""

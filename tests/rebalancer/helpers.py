@@ -93,8 +93,10 @@ class Cluster:
 
 
 def args(**overrides: Any) -> dict[str, Any]:
+    """Arguments for the small test clusters: one observation confirms a hot node, and no budget across rounds
+    (a few pods would allow one eviction an hour; the budget has its own tests)."""
     raw: dict[str, Any] = {"highThresholds": {"cpu": 65, "memory": 90}, "lowThresholds": {"cpu": 35, "memory": 60},
-                           "anomalyCondition": {"consecutiveAbnormalities": 1}}
+                           "anomalyCondition": {"consecutiveAbnormalities": 1}, "maxEvictionsPercent": 0}
     raw.update(overrides)
     return raw
 

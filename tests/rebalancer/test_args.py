@@ -48,6 +48,12 @@ def test_weights_fall_back_to_one() -> None:
      "podSelectors[0].selector.matchExpressions[0].operator"),
     (_args(maxEvictionsPerNode=0), "maxEvictionsPerNode"),
     (_args(reservationSeconds="soon"), "reservationSeconds"),
+    (_args(maxEvictionsPercent=150), "maxEvictionsPercent"),
+    (_args(destinationThresholds={"cpu": 75}), "destinationThresholds.cpu"),
+    (_args(destinationThresholds={"cpu": 20}), "destinationThresholds.cpu"),
+    (_args(destinationThresholds={"pods": 50}), "destinationThresholds.pods"),
+    (_args(maxEvictionsPercent="1%"), "maxEvictionsPercent"),
+    (_args(maxEvictionsWindowSeconds=0), "maxEvictionsWindowSeconds"),
     (_args(highThreshold={"cpu": 70}), "highThreshold"),
 ])
 def test_bad_arguments_name_the_field(raw: dict[str, Any], field: str) -> None:
@@ -61,3 +67,9 @@ def test_durations_and_namespaces() -> None:
     assert a.reservation_seconds == 300.0
     assert a.anomaly_condition.timeout == 120.0
     assert a.exclude_namespaces == frozenset({"kube-system"})
+
+
+def test_the_budget_across_rounds_takes_a_fraction_of_a_percent() -> None:
+    a = parse_rebalance_args(_args(maxEvictionsPercent=0.5, maxEvictionsWindowSeconds="2h"))
+    assert (a.max_evictions_percent, a.max_evictions_window_seconds) == (0.5, 7200.0)
+    assert parse_rebalance_args(_args()).max_evictions_percent == 1.0

@@ -14,8 +14,8 @@ def _plan(c: Cluster, rb: Rebalancer | None = None, now: float = T0 + 10, **kw: 
     return rb.plan(c.snapshot(), now)
 
 
-def _hot_and_cool() -> Cluster:
-    c = Cluster(cpu=10, memory=32)
+def _hot_and_cool(memory: int = 32) -> Cluster:
+    c = Cluster(cpu=10, memory=memory)
     for n in ("hot", "cool", "warm"):
         c.node(n)
     c.pod("a", "hot", 3000)
@@ -149,3 +149,66 @@ def test_without_nodefit_the_coolest_open_node_is_taken_unproven() -> None:
     plan = _plan(c, nodeFit=False)
     assert [(m.pod, m.destination) for m in plan.moves] == [("default/big", "cool")]
     assert plan.checks == 1
+
+
+def test_a_pod_too_small_for_the_excess_is_passed_over_for_one_that_cools_the_source() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cool2"):
+        c.node(n)
+    c.pod("be", "hot", 500, priority=5500)  # batch class: first in Koordinator's order, but 75% -> 70% stays hot
+    c.pod("svc", "hot", 2000, priority=9500)  # 75% -> 55%
+    c.pod("rest", "hot", 5000, priority=9500, owner="")  # a bare pod: never moved
+    plan = _plan(c)
+    assert keys(plan.moves) == ["default/svc"]
+    assert "too small" in {s.pod: s.why for s in plan.skipped}["default/be"]
+    # with room for two moves off the node, two pods its size would take 10% off: enough, so it goes first, and
+    # the service follows since the node (70%) stays hot
+    two = _plan(c, maxEvictionsPerNode=2)
+    assert keys(two.moves) == ["default/be", "default/svc"]
+
+
+def test_the_budget_across_rounds_counts_the_evictions_of_the_window() -> None:
+    c = _hot_and_cool(memory=128)  # room for the requests of the idle pods
+    for i in range(95):  # 100 pods in all: 2% of them is two evictions per window
+        c.pod(f"idle{i}", "cool", 1, 0, owner="", request="1m")
+    rb = Rebalancer(parse_rebalance_args(args(maxEvictionsPercent=2, maxEvictionsWindowSeconds=600,
+                                              relievedNodeCooldownSeconds=0, workloadCooldownSeconds=0)), conf())
+    first = _plan(c, rb)
+    assert len(first.moves) == 1
+    rb.record(first.moves[0], T0 + 10)
+    rb.record(first.moves[0], T0 + 20)  # a second eviction in the window (of another round)
+    held = _plan(c, rb, now=T0 + 60)
+    assert held.moves == [] and "maxEvictionsPercent (2% of the pods per 600 s)" in held.skipped[0].why
+    c.updated = dict.fromkeys(c.updated, T0 + 600)  # fresh NodeMetrics for the later round
+    assert len(_plan(c, rb, now=T0 + 615).moves) == 1  # the first eviction left the window
+
+
+def test_destination_thresholds_keep_the_destination_clearly_cool() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cooler"):
+        c.node(n)
+    c.pod("p", "hot", 2500)
+    c.pod("q", "hot", 5000, owner="")
+    c.pod("r", "cool", 3000, owner="")  # 30% + 25% = 55%: below the high threshold (65%), above 50%
+    c.pod("s", "cooler", 2000, owner="")  # 20% + 25% = 45%
+    assert [m.destination for m in _plan(c).moves] in (["cool"], ["cooler"])
+    plan = _plan(c, destinationThresholds={"cpu": 50})
+    assert [(m.pod, m.destination) for m in plan.moves] == [("default/p", "cooler")]
+    assert plan.moves[0].destination_after["cpu"] == 45.0
+    c.pod("t", "cooler", 1000, owner="")  # 30% + 25%: now neither stays at or below 50%
+    assert _plan(c, destinationThresholds={"cpu": 50}).moves == []
+
+
+def test_a_move_must_leave_the_source_at_its_destination_thresholds_too() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "cool", "cool2"):
+        c.node(n)
+    c.pod("small", "hot", 1500)  # 70% -> 55%: below the high threshold, above 50%
+    c.pod("rest", "hot", 5500, owner="")
+    assert keys(_plan(c).moves) == ["default/small"]
+    plan = _plan(c, destinationThresholds={"cpu": 50})
+    assert plan.moves == [] and "too small" in plan.skipped[0].why
+    c.pod("big", "hot", 2000)  # 90%: with two moves allowed, two pods its size would bring the node to 50%
+    two = _plan(c, destinationThresholds={"cpu": 50}, maxEvictionsPerNode=2)
+    assert keys(two.moves) == ["default/big"]  # then, at 70%, the last move allowed must reach 50% alone
+    assert "too small" in {s.pod: s.why for s in two.skipped}["default/small"]
