@@ -18,7 +18,8 @@
   seed 1; its goal items are listed there.
 
 Wall time depends on what else runs on the machine; CPU time (summed over the worker processes) is printed next to
-it.  A benchmark prints figures and says met / not met; it asserts nothing.
+it, per policy and by phase of the simulated loop (where a budget has to be found).  A benchmark prints figures and
+says met / not met; it asserts nothing.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scheduler.framework.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus
 from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best, single_node
+from scheduler.framework.keyed import OrderedQueue
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
@@ -22,7 +23,7 @@ class Allocate:
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
-        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        jobs_by_queue: dict[str, OrderedQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
         enqueue_configured = "enqueue" in ssn.action_names
         for job in ssn.jobs.values():
@@ -41,7 +42,8 @@ class Allocate:
                 continue
             worksheets[job.uid] = ssn.task_queue(pending)
             if job.queue not in jobs_by_queue:
-                jobs_by_queue[job.queue] = ssn.job_queue()
+                # a job changes only while popped (placed, then pushed again): its order may be read once per push
+                jobs_by_queue[job.queue] = ssn.settled_job_queue()
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
 

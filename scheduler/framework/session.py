@@ -26,6 +26,7 @@ from scheduler.conf import SchedulerConf
 from .api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, compare_tasks
 from .arrays import NodeArrays
 from .build import build_state
+from .keyed import KeyedQueue, OrderedQueue
 from .memo import SessionMemo
 from .plugin import Arguments, Plugin, plugin_builders
 from .sampling import NodeSampling
@@ -147,7 +148,7 @@ class Session:
         self.explain: dict[str, ExplainRecord] | None = {} if explain else None
         self.evicted: list[str] = []
         self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
-            *_FLAGS, "victim_queue_order", "job_valid")}
+            *_FLAGS, "victim_queue_order", "job_valid", "job_order_key")}
         self.event_handlers: list[EventHandler] = []
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._enabled_cache: dict[str, list[tuple[str, Any]]] = {}
@@ -212,8 +213,14 @@ class Session:
         self._tier_cache.pop(kind, None)
         self._enabled_cache.pop(kind, None)
 
-    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int]) -> None:
+    def add_job_order_fn(self, plugin: str, fn: Callable[[JobInfo, JobInfo], int],
+                         key: Callable[[JobInfo], Any] | None = None) -> None:
+        """``key`` (optional): a job's key whose order is ``fn``'s (:mod:`.keyed`), for queues read by keys."""
         self._add("job_order", plugin, fn)
+        if key is None:
+            self.fns["job_order_key"].pop(plugin, None)
+        else:
+            self.fns["job_order_key"][plugin] = key
 
     def add_task_order_fn(self, plugin: str, fn: Callable[[TaskInfo, TaskInfo], int]) -> None:
         self._add("task_order", plugin, fn)
@@ -538,6 +545,16 @@ class Session:
 
     def job_queue(self) -> PriorityQueue[JobInfo]:
         return PriorityQueue(self.job_order)
+
+    def settled_job_queue(self) -> OrderedQueue[JobInfo]:
+        """A job queue for a caller that changes a job only while it is out of the queue: read by keys when every
+        enabled job-order plugin gives one (the same order, :mod:`.keyed`), else :meth:`job_queue`."""
+        keys = self.fns["job_order_key"]
+        parts = [keys.get(name) for name, _ in self.enabled("job_order")]
+        if any(k is None for k in parts):
+            return self.job_queue()
+        fns: list[Callable[[JobInfo], Any]] = [k for k in parts if k is not None]
+        return KeyedQueue(lambda job: (*[k(job) for k in fns], job.creation_time, job.uid))
 
     def task_queue(self, tasks: Iterable[TaskInfo] = ()) -> PriorityQueue[TaskInfo]:
         return PriorityQueue(self.task_order, tasks)

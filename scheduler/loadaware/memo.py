@@ -56,6 +56,7 @@ class _RowsEntry:
     group: NodeEntries
     now: float
     rows: NodeRows
+    recent: float | None   # the metric's update less its reporting interval (None: no update time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +79,13 @@ def _same(a: Sequence[object], b: Sequence[object]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
-def _dated_alike(group: NodeEntries, then: float, now: float, m: MetricLoad) -> bool:
+def _dated_alike(group: NodeEntries, then: float, now: float, recent: float | None) -> bool:
     """Whether a node's rows read ``group``'s entries dated at ``now`` as they read them dated at ``then``: the
-    dates only decide whether a pod's estimate counts, which it does at both times once both are past the metric's
-    update less its reporting interval (an entry dated after that is estimated whatever its deadline)."""
-    if group.dated is None or then == now or m.update is None:
+    dates only decide whether a pod's estimate counts, which it does at both times once both are past ``recent``,
+    the metric's update less its reporting interval (an entry dated after that is estimated whatever its deadline;
+    without an update time every estimate counts)."""
+    if group.dated is None or then == now or recent is None:
         return True
-    recent = m.update - m.interval
     return then > recent and now > recent
 
 
@@ -168,11 +169,13 @@ class LoadAwareMemo:
         hit = self._rows.get(node)
         if hit is None or hit.metric is not metric or hit.profile is not profile or hit.group is not group:
             return None
-        return hit.rows if _dated_alike(group, hit.now, now, self.metric(metric)) else None
+        return hit.rows if _dated_alike(group, hit.now, now, hit.recent) else None
 
     def keep_rows(self, node: str, metric: NodeMetricView, profile: ThresholdProfile, group: NodeEntries,
                   now: float, rows: NodeRows) -> NodeRows:
-        self._rows[node] = _RowsEntry(metric, profile, group, now, rows)
+        m = self.metric(metric)
+        recent = None if m.update is None else m.update - m.interval
+        self._rows[node] = _RowsEntry(metric, profile, group, now, rows, recent)
         return rows
 
     def for_profiles(self, profiles: Sequence[ThresholdProfile], compute: Callable[[], T]) -> T:

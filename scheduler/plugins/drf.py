@@ -85,7 +85,7 @@ class Drf:
                 self._update(task.job)
                 self._tree_job(ssn, task.job)
 
-        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_order_fn(NAME, job_order, key=lambda job: self.share.get(job.uid, 0.0))   # lower share first
         ssn.add_preemptable_fn(NAME, preemptable)
         ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
         opt = ssn.conf.plugin(NAME)

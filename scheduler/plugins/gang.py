@@ -116,7 +116,7 @@ class Gang:
         ssn.add_job_valid_fn(NAME, valid)
         ssn.add_preemptable_fn(NAME, victims)
         ssn.add_reclaimable_fn(NAME, victims)
-        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_order_fn(NAME, job_order, key=lambda job: job.is_ready())   # not ready (False) first
         ssn.add_job_ready_fn(NAME, ready)
         ssn.add_job_pipelined_fn(NAME, pipelined)
         ssn.add_job_starving_fn(NAME, starving)

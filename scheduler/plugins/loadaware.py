@@ -35,7 +35,7 @@ import numpy.typing as npt
 from common.config import ConfigError
 from common.objects import NodeView, PodView
 from common.qos import PriorityClass
-from common.reservation import active, parse_reservations, workload_of
+from common.reservation import RESERVATIONS_ANNOTATION, active, parse_reservations, workload_of
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
@@ -264,6 +264,8 @@ class LoadAware:
         names = self.args.resource_names
         own: dict[str, list[AssignedPod]] = {}
         for node in views:
+            if not node.annotations.get(RESERVATIONS_ANNOTATION):   # no reservation (parse_reservations: none)
+                continue
             try:
                 entries = active(parse_reservations(node.annotations, node=node.name), now)
             except ValueError:

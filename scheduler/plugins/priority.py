@@ -52,7 +52,7 @@ class Priority:
             return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
 
         ssn.add_task_order_fn(NAME, task_order)
-        ssn.add_job_order_fn(NAME, job_order)
+        ssn.add_job_order_fn(NAME, job_order, key=lambda job: -job.priority)   # higher first
         ssn.add_preemptable_fn(NAME, preemptable)
         ssn.add_job_starving_fn(NAME, starving)
 
