@@ -3,7 +3,7 @@
     python benchmarks/sim_goal.py [--json]            # both parts below (run it under the timing lock)
     python benchmarks/sim_goal.py --part seeds        # only the 5-seed comparison
     python benchmarks/sim_goal.py --part default      # only the default `loadwise sim` run, timed
-    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": ~10 min)
+    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": 12 simulated days)
 
 * **seeds** — a whole day on 40 nodes for seeds 1-5, the three default policies on each seed's workload, all
   runs side by side in worker processes as `loadwise sim --seeds 1-5 --nodes 40` does.  Goal, for

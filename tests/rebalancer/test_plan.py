@@ -96,7 +96,7 @@ def test_no_eviction_that_would_make_the_destination_hot() -> None:
     c.pod("q", "cool", 3000)  # 30% + 70% = 100%: above 65% after the move
     plan = _plan(c)
     assert plan.moves == []
-    assert "stays below its high thresholds" in plan.skipped[0].why
+    assert "stays below its destination thresholds" in plan.skipped[0].why
 
 
 def test_numberofnodes_and_anomaly_condition_hold_back() -> None:
