@@ -3,7 +3,7 @@
     python benchmarks/sim_goal.py [--json]            # both parts below (run it under the timing lock)
     python benchmarks/sim_goal.py --part seeds        # only the 5-seed comparison
     python benchmarks/sim_goal.py --part default      # only the default `loadwise sim` run, timed
-    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": ~10 min)
+    python benchmarks/sim_goal.py --part rebalance    # issue #24's rebalancing goal (not in "all": 12 simulated days)
 
 * **seeds** — a whole day on 40 nodes for seeds 1-5, the three default policies on each seed's workload, all
   runs side by side in worker processes as `loadwise sim --seeds 1-5 --nodes 40` does.  Goal, for
@@ -18,7 +18,8 @@
   seed 1; its goal items are listed there.
 
 Wall time depends on what else runs on the machine; CPU time (summed over the worker processes) is printed next to
-it.  A benchmark prints figures and says met / not met; it asserts nothing.
+it, per policy and by phase of the simulated loop (where a budget has to be found).  A benchmark prints figures and
+says met / not met; it asserts nothing.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s = parser.add_argument_group("simulation")
     s.add_argument("--tick", type=positive_float, default=DEFAULT_TICK_SECONDS,
                    help="simulated seconds per step: usage sample, waterline check, scheduling session (default "
-                        "%(default)s; 30 halves the step and about doubles the run time)")
+                        "%(default)s; 30 halves the step at a higher CPU cost, measured in the README)")
     s.add_argument("--start-hour", type=float, default=DEFAULT_START_HOUR,
                    help="time of day the simulation starts at, 0-24 (default %(default)s; services peak at 14:00)")
     s.add_argument("--report-interval", type=positive_int, default=60,

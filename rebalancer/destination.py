@@ -4,7 +4,8 @@ For one candidate the probe is a copy of the scheduling snapshot in which the ca
 scheduler), the pods already planned to move this round are gone from their sources and reserved on their
 destinations exactly as the reservation annotations will say, and every node that may not receive the pod is
 closed (unschedulable): the source, stale and hot nodes, the nodes another move of the round goes to, and any
-node that the reserved usage plus the pod's own reported usage would lift above a high threshold.  One
+node that the reserved usage plus the pod's own reported usage would lift above a destination threshold (the
+high ones unless ``destinationThresholds`` sets them lower) or a prod high threshold.  One
 ``explain`` session then runs over the probe: the scheduler sees what its next session will see once the
 evictions are done.  The node it binds the pod to is the expected destination; if it binds nowhere, the pod stays
 (docs/design/rebalance.md §3).
@@ -117,7 +118,7 @@ def prove(probe: Probe, pod: PodView, usage: Resources, source: str, now: float)
     prod = pod.priority_class == PriorityClass.PROD
     closed = closed_to(probe, source, usage, prod)
     if len(closed) >= len(probe.snapshot.nodes):
-        return Proof(None, "no node other than the source stays below its high thresholds with the pod")
+        return Proof(None, "no node other than the source stays below its destination thresholds with the pod")
     pending = pending_copy(pod, probe.scheduler_name, now)
     gone = probe.gone | {pod.key}
     pods = [p for p in probe.snapshot.pods if p.node_name and p.key not in gone]

@@ -305,10 +305,10 @@ class Rebalancer:
 
 def _coolest(probe: Probe, c: Candidate, source: str) -> Proof:
     """With ``nodeFit: false``: the open node of least usage, without asking the scheduler whether the pod fits
-    there (Koordinator's behaviour when the fit check is off); it still stays below its high thresholds."""
+    there (Koordinator's behaviour when the fit check is off); it still stays below its destination thresholds."""
     closed = closed_to(probe, source, c.usage, c.pod.priority_class == PriorityClass.PROD)
     open_loads = [ld for n, ld in probe.loads.items() if n not in closed]
     if not open_loads:
-        return Proof(None, "no node below its high thresholds")
+        return Proof(None, "no node below its destination thresholds")
     best = min(open_loads, key=lambda ld: sum(ld.percent(r) for r in probe.thresholds.high))
     return Proof(best.name, "")

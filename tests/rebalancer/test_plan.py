@@ -96,7 +96,7 @@ def test_no_eviction_that_would_make_the_destination_hot() -> None:
     c.pod("q", "cool", 3000)  # 30% + 70% = 100%: above 65% after the move
     plan = _plan(c)
     assert plan.moves == []
-    assert "stays below its high thresholds" in plan.skipped[0].why
+    assert "stays below its destination thresholds" in plan.skipped[0].why
 
 
 def test_numberofnodes_and_anomaly_condition_hold_back() -> None:
@@ -212,3 +212,16 @@ def test_a_move_must_leave_the_source_at_its_destination_thresholds_too() -> Non
     two = _plan(c, destinationThresholds={"cpu": 50}, maxEvictionsPerNode=2)
     assert keys(two.moves) == ["default/big"]  # then, at 70%, the last move allowed must reach 50% alone
     assert "too small" in {s.pod: s.why for s in two.skipped}["default/small"]
+
+
+def test_low_destinations_only_as_lownodeload() -> None:
+    c = Cluster(cpu=10, memory=32)
+    for n in ("hot", "warm", "low"):
+        c.node(n)
+    c.pod("p", "hot", 1500)
+    c.pod("rest", "hot", 5500, owner="")
+    c.pod("w", "warm", 500, 22 * 2**30, owner="")  # 69% of memory, above the low 60%: appropriate, not low
+    c.pod("l", "low", 1000, owner="", request="9500m")  # low usage, but its requests leave no room
+    assert [m.destination for m in _plan(c).moves] == ["warm"]
+    only_low = _plan(c, lowDestinationsOnly=True)
+    assert only_low.moves == [] and "no destination" in only_low.skipped[0].why
