@@ -203,13 +203,17 @@ class _TaskBuilder:
         self.jobs[jid] = job
         self.tasks[task.uid] = task
         if task.node_name:
-            node = self.node_by_name.get(task.node_name)
-            if node is not None:
-                node.tasks[task.uid] = task
-                self.rows.append(node.index)
-                self.packed.append(t.packed)
-                self.statuses.append(task.status)
+            self._place(task, t.packed)
         return True
+
+    def _place(self, task: TaskInfo, packed: IntArray) -> None:
+        """Count a bound task on its node (one row of the session's node accounting); unknown nodes are skipped."""
+        node = self.node_by_name.get(task.node_name)
+        if node is not None:
+            node.tasks[task.uid] = task
+            self.rows.append(node.index)
+            self.packed.append(packed)
+            self.statuses.append(task.status)
 
     def _add(self, pod: PodView, e: _PodEntry) -> None:
         t = e.template
@@ -224,12 +228,7 @@ class _TaskBuilder:
         if ours:
             self._join_job(pod, e, task, kept, old)
         if task.node_name and not terminal:
-            node = self.node_by_name.get(task.node_name)
-            if node is not None:
-                node.tasks[task.uid] = task
-                self.rows.append(node.index)
-                self.packed.append(t.packed)
-                self.statuses.append(task.status)
+            self._place(task, t.packed)
 
     def _task(self, pod: PodView, e: _PodEntry, job_arg: str, old: bool) -> tuple[TaskInfo, bool]:
         """The pod's task and whether it is the previous session's, taken over as it is: that happens when nothing
