@@ -7,33 +7,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.clock import to_rfc3339
-from scheduler.conf import SchedulerConf, parse_conf
+from scheduler.conf import SchedulerConf
 from scheduler.framework.snapshot import Snapshot
-from tests.scheduler.factories import node, pod
+from tests.scheduler.factories import LOADAWARE_CONF, node, pod
+from tests.scheduler.factories import conf as factories_conf
 
 T0 = 1_700_000_000.0
 GI = 1024**3
 
-# The simulator's loadaware scheduler: request fit plus load-aware filter and score.
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: noderesources
-  - name: loadaware
-    arguments:
-      usageThresholds: {cpu: 65, memory: 95}
-"""
+CONF = LOADAWARE_CONF
 
 
 def conf(text: str = CONF) -> SchedulerConf:
-    import yaml
-
-    return parse_conf(yaml.safe_load(text), source="test")
+    return factories_conf(text)
 
 
 @dataclass

@@ -80,6 +80,22 @@ def queue(name: str, weight: int = 1, *, reclaimable: bool = True, capability: d
             "spec": spec, "status": {"state": "Open"}}
 
 
+# Request fit plus the load-aware filter and score at Koordinator's 65% cpu / 95% memory thresholds.
+LOADAWARE_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: predicates
+  - name: noderesources
+  - name: loadaware
+    arguments:
+      usageThresholds: {cpu: 65, memory: 95}
+"""
+
+
 def conf(text: str) -> SchedulerConf:
     return parse_conf(yaml.safe_load(text), source="test")
 

@@ -8,7 +8,7 @@ import yaml
 
 from common.clock import to_rfc3339
 from loadwise.cli import main
-from tests.scheduler.factories import T0, node, pod
+from tests.scheduler.factories import LOADAWARE_CONF, T0, node, pod
 
 
 def _nodemetric(name: str, cpu: str, memory: str, at: float) -> dict:
@@ -18,18 +18,7 @@ def _nodemetric(name: str, cpu: str, memory: str, at: float) -> dict:
                        "nodeMetric": {"nodeUsage": {"resources": {"cpu": cpu, "memory": memory}}}}}
 
 
-CONF = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: noderesources
-  - name: loadaware
-    arguments: {usageThresholds: {cpu: 65, memory: 95}}
-"""
+CONF = LOADAWARE_CONF
 
 
 def test_explain_json_per_node_and_plugin(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
