@@ -143,7 +143,8 @@ class SimAgents:
 
     def _build(self, node: int, report: _Deferred) -> None:
         """Node ``node``'s NodeMetric status at the report's time, written (status subresource)."""
-        status = build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods)
+        # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
+        status = build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods, typed=True)
         # A fresh status nobody else holds: handed over to the cluster rather than copied in and out.
         self.cluster.write_status("NodeMetric", self.nodes[node].name, status)
         self.built += 1
