@@ -60,6 +60,19 @@ def _exact(v: Any) -> Fraction:
     return cached_quantity(v) if type(v) is str else parse_quantity(v)
 
 
+def _container_qos(container: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(sets any non-zero cpu/memory request or limit, is guaranteed on both) for one container."""
+    res = container.get("resources") or {}
+    limits = {k: _exact(v) for k, v in (res.get("limits") or {}).items() if k in _COMPUTE}
+    requests = {k: _exact(v) for k, v in (res.get("requests") or {}).items() if k in _COMPUTE}
+    any_set = any(v != 0 for v in limits.values()) or any(v != 0 for v in requests.values())
+    effective_requests = {**limits, **requests}
+    for name in _COMPUTE:
+        if name not in limits or limits[name] == 0 or effective_requests.get(name) != limits[name]:
+            return any_set, False
+    return any_set, True
+
+
 def qos_class(pod: Mapping[str, Any]) -> QoSClass:
     """Kubernetes QoS class of a pod; ``status.qosClass`` wins when the API server set it."""
     status_qos = (pod.get("status") or {}).get("qosClass")
@@ -67,19 +80,11 @@ def qos_class(pod: Mapping[str, Any]) -> QoSClass:
         return QoSClass(status_qos)
     spec = pod.get("spec") or {}
     containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
-    any_set = False
-    guaranteed = bool(containers)
+    any_set, guaranteed = False, True
     for c in containers:
-        res = c.get("resources") or {}
-        limits = {k: _exact(v) for k, v in (res.get("limits") or {}).items() if k in _COMPUTE}
-        requests = {k: _exact(v) for k, v in (res.get("requests") or {}).items() if k in _COMPUTE}
-        if any(v != 0 for v in limits.values()) or any(v != 0 for v in requests.values()):
-            any_set = True
-        effective_requests = dict(limits)
-        effective_requests.update(requests)
-        for name in _COMPUTE:
-            if name not in limits or limits[name] == 0 or effective_requests.get(name) != limits[name]:
-                guaranteed = False
+        c_set, c_guaranteed = _container_qos(c)
+        any_set = any_set or c_set
+        guaranteed = guaranteed and c_guaranteed
     if not any_set:
         return QoSClass.BEST_EFFORT
     return QoSClass.GUARANTEED if guaranteed else QoSClass.BURSTABLE

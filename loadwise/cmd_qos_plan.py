@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from agent.qos.plan import EvictionRateLimit
 from agent.qos.policy import PolicyStore
 from agent.qos.runtime import TickReport, WaterlineRuntime
-from agent.qos.state import load_ticks
+from agent.qos.state import NodeState, load_ticks
 from common.clock import FakeClock
 from common.config import ConfigError, load_document, load_objects
 from common.waterline import WaterlinePolicy
@@ -47,7 +48,8 @@ def _invalid(args: argparse.Namespace, field: str, message: str) -> int:
     return 2
 
 
-def run(args: argparse.Namespace) -> int:
+def _load_policies(args: argparse.Namespace) -> list[dict[str, Any]] | int:
+    """The file's WaterlinePolicy objects, each validated; an exit code when the file is invalid."""
     try:
         objects = load_objects(args.policy)
     except ConfigError as exc:
@@ -61,15 +63,11 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             prefix = f"items[{i}]." if len(policies) > 1 else ""
             return _invalid(args, f"{prefix}{exc.field}", exc.message)
-    try:
-        raw_state = load_document(args.state)
-        ticks = load_ticks(raw_state, source=str(args.state))
-    except ConfigError as exc:
-        print(f"qos-plan: invalid state: {exc}", file=sys.stderr)
-        return 2
+    return policies
 
-    store = PolicyStore()
-    store.replace_all(policies)
+
+def _replay(args: argparse.Namespace, store: PolicyStore, ticks: list[NodeState]) -> list[tuple[TickReport, TickWhy]]:
+    """Run a dry-run engine over the ticks in order, explaining each one."""
     clock = FakeClock(ticks[0].time)
     engine = WaterlineRuntime(None, ticks[0].node, clock, dry_run=True, policies=store, replay=True,
                               eviction_limit=EvictionRateLimit(args.max_evictions, args.eviction_window))
@@ -82,32 +80,41 @@ def run(args: argparse.Namespace) -> int:
         if any(r.triggered and not r.rule.preview for r in report.rules):
             last_trigger = report.time
         reports.append((report, explain_tick(engine, report, last_trigger)))
+    return reports
+
+
+def run(args: argparse.Namespace) -> int:
+    policies = _load_policies(args)
+    if isinstance(policies, int):
+        return policies
+    try:
+        raw_state = load_document(args.state)
+        ticks = load_ticks(raw_state, source=str(args.state))
+    except ConfigError as exc:
+        print(f"qos-plan: invalid state: {exc}", file=sys.stderr)
+        return 2
+    store = PolicyStore()
+    store.replace_all(policies)
+    reports = _replay(args, store, ticks)
     has_ticks = isinstance(raw_state, dict) and raw_state.get("ticks") is not None
     if args.output == "json":
         docs = [{**r.to_json(), **why.to_json()} for r, why in reports]
         print(json.dumps(docs if has_ticks else docs[0], indent=2))
-    else:
-        applied = [p.name for p in store.applicable(ticks[0].labels)]
-        print(f"node {ticks[0].node}: policies {', '.join(applied) or '(none match the node labels)'}")
-        for p in store.policies():
-            for w in p.warnings:
-                print(f"warning: WaterlinePolicy {p.name}: {w}")
-        for i, (r, why) in enumerate(reports):
-            _print_text(r, why, i if has_ticks else None)
+        return 0
+    applied = [p.name for p in store.applicable(ticks[0].labels)]
+    print(f"node {ticks[0].node}: policies {', '.join(applied) or '(none match the node labels)'}")
+    for p in store.policies():
+        for w in p.warnings:
+            print(f"warning: WaterlinePolicy {p.name}: {w}")
+    for i, (r, why) in enumerate(reports):
+        _print_text(r, why, i if has_ticks else None)
     return 0
 
 
 def _print_text(r: TickReport, why: TickWhy, index: int | None) -> None:
     head = f"tick {index} " if index is not None else ""
-    d = r.to_json()
-    print(f"{head}at {d['time']}: scheduling {r.scheduling}")
-    preview_triggered = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "triggered")
-    preview_restored = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "restored")
-    for label, items in (("triggered", r.triggered), ("restored", r.restored),
-                         ("triggered (Preview: reported only)", preview_triggered),
-                         ("restored (Preview)", preview_restored)):
-        if items:
-            print(f"  {label}: {', '.join(items)}")
+    print(f"{head}at {r.to_json()['time']}: scheduling {r.scheduling}")
+    _print_rules_line(r, why)
     if r.order:
         print(f"  order: {', '.join(r.order)}")
     for a in r.actions:
@@ -126,3 +133,14 @@ def _print_text(r: TickReport, why: TickWhy, index: int | None) -> None:
     print("  nothing happened:" if not r.actions and not r.triggered and not r.restored else "  rules:")
     for line in why.lines():
         print(f"    {line}")
+
+
+def _print_rules_line(r: TickReport, why: TickWhy) -> None:
+    """The rules that triggered or restored this tick, Preview rules apart."""
+    preview_triggered = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "triggered")
+    preview_restored = tuple(x["rule"] for x in why.rules if x["preview"] and x["status"] == "restored")
+    for label, items in (("triggered", r.triggered), ("restored", r.restored),
+                         ("triggered (Preview: reported only)", preview_triggered),
+                         ("restored (Preview)", preview_restored)):
+        if items:
+            print(f"  {label}: {', '.join(items)}")

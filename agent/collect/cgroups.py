@@ -167,6 +167,46 @@ def _driver_in(hierarchy: str, parent: str) -> str | None:
     return None
 
 
+def _auto_version(root: str, parent: str, v1_cpuacct: str | None, v2: str | None) -> str:
+    """The hierarchy that holds kubepods wins; else a pure v2 mount means v2, else v1."""
+    d1 = _driver_in(v1_cpuacct, parent) if v1_cpuacct else None
+    d2 = _driver_in(v2, parent) if v2 else None
+    if d1 and not d2:
+        return V1
+    if d2 and not d1:
+        return V2
+    if v2 == root or (v2 and not v1_cpuacct):
+        return V2
+    if v1_cpuacct:
+        return V1
+    raise FileNotFoundError(f"no cgroup hierarchy under {root} (neither v1 cpuacct nor a v2 mount)")
+
+
+def _version_dirs(
+    root: str, version: str, v1_cpuacct: str | None, v2: str | None
+) -> tuple[str, str, str]:
+    """(cpuacct, cpu, memory) directories of ``version``; raises when that hierarchy is missing."""
+    if version == V1:
+        if not v1_cpuacct:
+            raise FileNotFoundError(f"cgroup v1: no cpuacct hierarchy under {root}")
+        cpu = _first_dir(root, _V1_CPU) or v1_cpuacct
+        memory = _first_dir(root, _V1_MEMORY) or os.path.join(root, "memory")
+        return v1_cpuacct, cpu, memory
+    if version == V2:
+        if not v2:
+            raise FileNotFoundError(f"cgroup v2: no unified mount at {root} or {root}/unified")
+        return v2, v2, v2
+    raise ValueError(f"cgroup version {version!r}: expected auto, v1 or v2")
+
+
+def _pick_driver(driver: str, found: str | None) -> str:
+    if driver == "auto":
+        return found or SYSTEMD
+    if driver not in (SYSTEMD, CGROUPFS):
+        raise ValueError(f"cgroup driver {driver!r}: expected auto, systemd or cgroupfs")
+    return driver
+
+
 def detect_layout(root: str = "/sys/fs/cgroup", *, version: str = "auto", driver: str = "auto", parent: str = "") -> CgroupLayout:
     """Probe ``root`` for the cgroup version and kubelet's driver; explicit settings win.
 
@@ -178,43 +218,15 @@ def detect_layout(root: str = "/sys/fs/cgroup", *, version: str = "auto", driver
     v1_cpuacct = _first_dir(root, _V1_CPUACCT)
     v2 = _v2_dir(root)
     if version == "auto":
-        d1 = _driver_in(v1_cpuacct, parent) if v1_cpuacct else None
-        d2 = _driver_in(v2, parent) if v2 else None
-        if d1 and not d2:
-            version = V1
-        elif d2 and not d1:
-            version = V2
-        elif v2 == root or (v2 and not v1_cpuacct):
-            version = V2
-        elif v1_cpuacct:
-            version = V1
-        else:
-            raise FileNotFoundError(f"no cgroup hierarchy under {root} (neither v1 cpuacct nor a v2 mount)")
-    if version == V1:
-        if not v1_cpuacct:
-            raise FileNotFoundError(f"cgroup v1: no cpuacct hierarchy under {root}")
-        cpu = _first_dir(root, _V1_CPU) or v1_cpuacct
-        memory = _first_dir(root, _V1_MEMORY) or os.path.join(root, "memory")
-        found = _driver_in(v1_cpuacct, parent)
-        layout_dirs = (v1_cpuacct, cpu, memory)
-    elif version == V2:
-        if not v2:
-            raise FileNotFoundError(f"cgroup v2: no unified mount at {root} or {root}/unified")
-        found = _driver_in(v2, parent)
-        layout_dirs = (v2, v2, v2)
-    else:
-        raise ValueError(f"cgroup version {version!r}: expected auto, v1 or v2")
-    if driver == "auto":
-        driver = found or SYSTEMD
-    elif driver not in (SYSTEMD, CGROUPFS):
-        raise ValueError(f"cgroup driver {driver!r}: expected auto, systemd or cgroupfs")
+        version = _auto_version(root, parent, v1_cpuacct, v2)
+    cpuacct_dir, cpu_dir, memory_dir = _version_dirs(root, version, v1_cpuacct, v2)
     return CgroupLayout(
         version=version,
-        driver=driver,
+        driver=_pick_driver(driver, _driver_in(cpuacct_dir, parent)),
         root=root,
-        cpuacct_dir=layout_dirs[0],
-        cpu_dir=layout_dirs[1],
-        memory_dir=layout_dirs[2],
+        cpuacct_dir=cpuacct_dir,
+        cpu_dir=cpu_dir,
+        memory_dir=memory_dir,
         parent=parent,
     )
 

@@ -118,6 +118,31 @@ def _skip_reason(pod: PodState) -> str:
     return f"phase {pod.phase}"
 
 
+def _targets(r: RuleResult, m: _Merged) -> list[tuple[str, dict[str, _Candidate], dict[str, Waterline]]]:
+    """The candidate lists a triggered or restored rule feeds: evict, throttle down or throttle up."""
+    action = r.rule.action
+    targets: list[tuple[str, dict[str, _Candidate], dict[str, Waterline]]] = []
+    if action.eviction is not None and r.triggered:
+        targets.append(("evict", m.evict, m.evict_wl))
+    if action.throttle is not None:
+        targets.append(("throttle", m.down, m.down_wl) if r.triggered else ("throttle", m.up, m.up_wl))
+    return targets
+
+
+def _join(c: _Candidate, r: RuleResult, kind: str) -> None:
+    """Record that rule ``r`` selects candidate ``c``: throttle ratios take the max, grace periods the min."""
+    action = r.rule.action
+    if r.key not in c.rules:
+        c.rules.append(r.key)
+    if action.throttle is not None and kind == "throttle":
+        c.step_ratio = max(c.step_ratio, action.throttle.cpu.step_cpu_ratio)
+        c.min_ratio = max(c.min_ratio, action.throttle.cpu.min_cpu_ratio)
+    if kind == "evict" and action.eviction is not None:
+        g = action.eviction.termination_grace_period_seconds
+        if g is not None:
+            c.grace = g if c.grace is None else min(c.grace, g)
+
+
 def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory, out: PlanResult) -> _Merged:
     """docs/design/waterline.md §4: candidates per list without duplicates; throttle ratios max, grace period min."""
     m = _Merged()
@@ -125,19 +150,10 @@ def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory
     for r in results:
         if r.rule.preview or not (r.triggered or r.restored):
             continue
-        action = r.rule.action
-        targets: list[tuple[str, dict[str, _Candidate], dict[str, Waterline]]] = []
-        if action.eviction is not None and r.triggered:
-            targets.append(("evict", m.evict, m.evict_wl))
-        if action.throttle is not None:
-            if r.triggered:
-                targets.append(("throttle", m.down, m.down_wl))
-            else:
-                targets.append(("throttle", m.up, m.up_wl))
-        for kind, cands, wls in targets:
+        for kind, cands, wls in _targets(r, m):
             _push(wls, r)
             for pod in state.pods:
-                if not pod_allowed(r.policy, action.name, pod):
+                if not pod_allowed(r.policy, r.rule.action.name, pod):
                     continue
                 if not pod.actionable:
                     if (pod.key, kind) not in skipped:
@@ -149,15 +165,7 @@ def _merge(results: Sequence[RuleResult], state: NodeState, memory: EngineMemory
                 c = cands.get(pod.key)
                 if c is None:
                     c = cands[pod.key] = _Candidate(pod, [])
-                if r.key not in c.rules:
-                    c.rules.append(r.key)
-                if action.throttle is not None and kind == "throttle":
-                    c.step_ratio = max(c.step_ratio, action.throttle.cpu.step_cpu_ratio)
-                    c.min_ratio = max(c.min_ratio, action.throttle.cpu.min_cpu_ratio)
-                if kind == "evict" and action.eviction is not None:
-                    g = action.eviction.termination_grace_period_seconds
-                    if g is not None:
-                        c.grace = g if c.grace is None else min(c.grace, g)
+                _join(c, r, kind)
     return m
 
 

@@ -140,6 +140,7 @@ class PolicyStore:
 
     # -- reporting --------------------------------------------------------------------------------------
     def _report(self, obj: Mapping[str, Any], rej: Rejection | None, running: bool) -> None:
+        """A Warning Event for a rejection and the policy's Valid condition, written only when it changes."""
         cluster = self._cluster
         if cluster is None:
             return
@@ -148,15 +149,29 @@ class PolicyStore:
         if not name:
             return
         if rej is not None:
-            kept = " (the last valid version keeps running)" if running else ""
-            try:
-                cluster.emit_event(EventRecord(
-                    kind=KIND, name=name, namespace="default", uid=str(meta.get("uid", "")), type="Warning",
-                    reason="InvalidPolicy", message=f"rejected: {rej.text}{kept}", component=self._component,
-                    action="Validate",
-                ))
-            except ApiError as exc:
-                log.warning("cannot emit the rejection event for %s: %s", name, exc)
+            self._reject_event(cluster, meta, name, rej, running)
+        cond = self._condition(obj, rej)
+        if cond is None:
+            return
+        try:
+            cluster.patch_conditions(KIND, name, [cond])
+        except ApiError as exc:
+            log.warning("cannot write the status of WaterlinePolicy %s: %s", name, exc)
+
+    def _reject_event(self, cluster: Cluster, meta: Mapping[str, Any], name: str, rej: Rejection, running: bool) -> None:
+        kept = " (the last valid version keeps running)" if running else ""
+        try:
+            cluster.emit_event(EventRecord(
+                kind=KIND, name=name, namespace="default", uid=str(meta.get("uid", "")), type="Warning",
+                reason="InvalidPolicy", message=f"rejected: {rej.text}{kept}", component=self._component,
+                action="Validate",
+            ))
+        except ApiError as exc:
+            log.warning("cannot emit the rejection event for %s: %s", name, exc)
+
+    def _condition(self, obj: Mapping[str, Any], rej: Rejection | None) -> dict[str, Any] | None:
+        """The Valid condition to write, or ``None`` when the stored one already says the same."""
+        meta = obj.get("metadata") or {}
         status, reason = ("False", "InvalidField") if rej is not None else ("True", "Valid")
         message = rej.text if rej is not None else "the policy is valid"
         current = [c for c in ((obj.get("status") or {}).get("conditions") or []) if isinstance(c, Mapping)]
@@ -164,7 +179,7 @@ class PolicyStore:
         generation = meta.get("generation")
         if mine is not None and (mine.get("status"), mine.get("reason"), mine.get("message")) == (status, reason, message):
             if generation is None or mine.get("observedGeneration") == generation:
-                return
+                return None
         cond: dict[str, Any] = {"type": CONDITION_TYPE, "status": status, "reason": reason, "message": message}
         # merged into the stored condition by type: a field of an earlier rejection is removed explicitly
         cond["field"] = rej.field if rej is not None else None
@@ -172,7 +187,4 @@ class PolicyStore:
             cond["observedGeneration"] = generation
         if self._clock is not None:
             cond["lastTransitionTime"] = to_rfc3339(self._clock.now())
-        try:
-            cluster.patch_conditions(KIND, name, [cond])
-        except ApiError as exc:
-            log.warning("cannot write the status of WaterlinePolicy %s: %s", name, exc)
+        return cond

@@ -308,16 +308,9 @@ class WaterlineRuntime:
 
     # -- scheduling (docs/design/waterline.md §6.2) ---------------------------------------------------------------
     def _scheduling(self, lane: _Lane, results: Sequence[RuleResult], state: NodeState, act: Any) -> tuple[bool, str]:
+        """Enable or disable scheduling on the node; returns the wanted state and any failure note."""
         acting = [r for r in results if not r.rule.preview]
-        if any(r.triggered for r in acting):
-            lane.last_triggered = state.time
-        cool_down = max((r.rule.action.cool_down_seconds for r in acting), default=0)
-        if any(r.active for r in acting):
-            want_enabled = False
-        elif lane.disabled and lane.last_triggered is not None and state.time < lane.last_triggered + cool_down:
-            want_enabled = False  # restored, but still inside the cool-down since the last trigger
-        else:
-            want_enabled = True
+        want_enabled = self._want_scheduling(lane, acting, state)
         if lane.disabled is not None and lane.disabled == (not want_enabled):
             return want_enabled, ""
         first = lane.disabled is None
@@ -325,20 +318,34 @@ class WaterlineRuntime:
         rules = ", ".join(r.key for r in acting if r.active) or "none"
         message = (f"waterline exceeded by {rules}" if not want_enabled
                    else "no waterline rule is triggered and the cool-down has passed")
-        dry = lane.dry_run
-        self.metrics.scheduling.labels(self.node, _flag(dry)).set(1 if want_enabled else 0)
+        self.metrics.scheduling.labels(self.node, _flag(lane.dry_run)).set(1 if want_enabled else 0)
         if first and want_enabled:
-            if not dry:
+            if not lane.dry_run:
                 act.set_scheduling(True, message)  # clears a taint left by an earlier run; no event
             return want_enabled, ""
-        res = act.set_scheduling(want_enabled, message)
+        return want_enabled, self._switch_scheduling(want_enabled, message, lane.dry_run, act)
+
+    @staticmethod
+    def _want_scheduling(lane: _Lane, acting: Sequence[RuleResult], state: NodeState) -> bool:
+        """Scheduling stays off while a rule is active and through the cool-down after its last trigger."""
+        if any(r.triggered for r in acting):
+            lane.last_triggered = state.time
+        cool_down = max((r.rule.action.cool_down_seconds for r in acting), default=0)
+        if any(r.active for r in acting):
+            return False
+        cooling = lane.last_triggered is not None and state.time < lane.last_triggered + cool_down
+        return not (lane.disabled and cooling)
+
+    def _switch_scheduling(self, enabled: bool, message: str, dry: bool, act: Any) -> str:
+        """Apply a change of the scheduling switch, with its metric and Event; returns a failure note."""
+        res = act.set_scheduling(enabled, message)
         if not res.ok:
-            return want_enabled, f"scheduling switch failed: {res.outcome.value} {res.message}"
-        self.metrics.actions.labels(self.node, "cordon-hint", "disable" if not want_enabled else "enable",
+            return f"scheduling switch failed: {res.outcome.value} {res.message}"
+        self.metrics.actions.labels(self.node, "cordon-hint", "enable" if enabled else "disable",
                                     _flag(dry)).inc()
-        self._event("Node", self.node, "", "Warning" if not want_enabled else "Normal",
-                    "SchedulingDisabled" if not want_enabled else "SchedulingEnabled", message, dry)
-        return want_enabled, ""
+        self._event("Node", self.node, "", "Normal" if enabled else "Warning",
+                    "SchedulingEnabled" if enabled else "SchedulingDisabled", message, dry)
+        return ""
 
     # -- events and metrics -----------------------------------------------------------------------------
     def _event(self, kind: str, name: str, namespace: str, type_: str, reason: str, message: str, dry: bool,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
-from prometheus_client import REGISTRY, CollectorRegistry, Gauge
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from common.objects import NodeMetricView
 
@@ -13,52 +15,49 @@ from .evaluate import is_expired
 __all__ = ["NodeMetricFreshness"]
 
 
-class NodeMetricFreshness:
+def _families() -> tuple[GaugeMetricFamily, GaugeMetricFamily]:
+    """The two families, without samples yet."""
+    return (GaugeMetricFamily("loadwise_scheduler_nodemetric_age_seconds",
+                              "Seconds since the node's NodeMetric status.updateTime", labels=["node"]),
+            GaugeMetricFamily("loadwise_scheduler_nodemetric_expired",
+                              "1 when the node's NodeMetric is missing or older than nodeMetricExpirationSeconds",
+                              labels=["node"]))
+
+
+class NodeMetricFreshness(Collector):
     """``loadwise_scheduler_nodemetric_age_seconds{node}`` and ``loadwise_scheduler_nodemetric_expired{node}``.
 
     A node without a NodeMetric, or whose NodeMetric never reported, has no age sample and ``expired`` 1.
+    ``update`` only keeps what the last session saw; the samples are made from it when Prometheus scrapes, so a
+    session costs nothing per node here however many nodes there are (a scrape costs what the samples do).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        reg = registry if registry is not None else REGISTRY
-        self.age = Gauge("loadwise_scheduler_nodemetric_age_seconds",
-                         "Seconds since the node's NodeMetric status.updateTime", ["node"], registry=reg)
-        self.expired = Gauge("loadwise_scheduler_nodemetric_expired",
-                             "1 when the node's NodeMetric is missing or older than nodeMetricExpirationSeconds",
-                             ["node"], registry=reg)
-        self._nodes: set[str] = set()
-        # labelled children per node, kept because ``labels()`` is slow; dropped with the sample they belong to
-        self._age: dict[str, Gauge] = {}
-        self._expired: dict[str, Gauge] = {}
-        # the value each node's expired sample was last set to: set again only when it changes
-        self._expired_value: dict[str, float] = {}
+        self._nodes: tuple[str, ...] = ()
+        self._metrics: Mapping[str, NodeMetricView] = {}
+        self._now = 0.0
+        self._expiration = 0
+        (registry if registry is not None else REGISTRY).register(self)
 
     def update(self, nodes: Iterable[str], metrics: Mapping[str, NodeMetricView], now: float,
                expiration_seconds: int) -> None:
-        current = set(nodes)
-        for gone in self._nodes - current:
-            self._expired_value.pop(gone, None)
-            for g, children in ((self.age, self._age), (self.expired, self._expired)):
-                children.pop(gone, None)
-                try:
-                    g.remove(gone)
-                except KeyError:
-                    pass
-        for node in current:
-            m = metrics.get(node)
+        """The nodes and NodeMetrics a session saw at ``now``: the samples until the next update."""
+        self._nodes = tuple(nodes)
+        self._metrics = dict(metrics)
+        self._now = now
+        self._expiration = expiration_seconds
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(_families())
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        age, expired = _families()
+        now, expiration = self._now, self._expiration
+        for node in dict.fromkeys(self._nodes):
+            m = self._metrics.get(node)
             update = m.update_time if m is not None else None
             if update is not None:
-                age = self._age.get(node)
-                if age is None:
-                    age = self._age[node] = self.age.labels(node)
-                age.set(max(0.0, now - update))
-            elif self._age.pop(node, None) is not None:  # the node's age sample goes (children exist only there)
-                self.age.remove(node)
-            value = 1.0 if m is None or is_expired(update, now, expiration_seconds) else 0.0
-            if self._expired_value.get(node) != value:
-                expired = self._expired.get(node)
-                if expired is None:
-                    expired = self._expired[node] = self.expired.labels(node)
-                expired.set(value)
-                self._expired_value[node] = value
-        self._nodes = current
+                age.add_metric([node], max(0.0, now - update))
+            expired.add_metric([node], 1.0 if m is None or is_expired(update, now, expiration) else 0.0)
+        yield age
+        yield expired

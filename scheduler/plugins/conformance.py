@@ -7,7 +7,7 @@ pod's PodGroup (the pod-level marker is honoured by the actions themselves).
 Voting alone cannot promise that: under the tier rules (docs/design/scheduler.md §2.6) a tier whose intersection comes out
 empty hands the decision to later voters or the next tier, which may not include conformance.  So at session open
 conformance also marks every protected task not preemptable, which the preempt and reclaim actions' own candidate
-filters respect whatever the votes say.
+filters respect whatever the votes say (only in a session whose conf runs one of them: nothing else reads the mark).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ __all__ = ["Conformance"]
 NAME = "conformance"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
 ARGUMENTS: tuple[str, ...] = ()
+# the actions that choose victims by the tasks' preemptable marks
+EVICTING_ACTIONS = frozenset({"preempt", "reclaim"})
 
 
 class Conformance:
@@ -31,7 +33,9 @@ class Conformance:
 
     def on_session_open(self, ssn: Session) -> None:
         opt = ssn.conf.plugin(NAME)
-        guarding = opt is not None and (opt.enabled("enablePreemptable") or opt.enabled("enableReclaimable"))
+        # only preempt and reclaim read the marks: a session running neither spares the walk over every task
+        guarding = (opt is not None and (opt.enabled("enablePreemptable") or opt.enabled("enableReclaimable"))
+                    and not ssn.action_names.isdisjoint(EVICTING_ACTIONS))
 
         def evictable(task: TaskInfo) -> bool:
             facts = VictimFacts(namespace=task.namespace, priority_class_name=task.pod.priority_class_name,

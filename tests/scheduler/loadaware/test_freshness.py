@@ -37,3 +37,16 @@ def test_gauges_track_age_expiry_and_removed_nodes() -> None:
     f.update(["a", "b"], {"b": metric("b", update=1170.0)}, 1190.0, 180)
     assert val("loadwise_scheduler_nodemetric_expired", "b") == 0.0
     assert val("loadwise_scheduler_nodemetric_expired", "a") == 1.0
+
+
+def test_samples_are_the_last_session_s_whatever_the_caller_does_after() -> None:
+    """The samples are made at scrape time from what ``update`` got: a node named twice has one sample, and a
+    caller changing its mapping afterwards does not change them."""
+    reg = CollectorRegistry()
+    f = NodeMetricFreshness(reg)
+    metrics = {"a": metric("a", update=1000.0)}
+    f.update(["a", "a"], metrics, 1030.0, 180)
+    metrics["a"] = metric("a", update=1029.0)
+    assert reg.get_sample_value("loadwise_scheduler_nodemetric_age_seconds", {"node": "a"}) == 30.0
+    ages = [s for fam in reg.collect() for s in fam.samples if s.name == "loadwise_scheduler_nodemetric_age_seconds"]
+    assert len(ages) == 1

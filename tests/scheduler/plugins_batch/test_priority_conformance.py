@@ -113,3 +113,13 @@ tiers:
     # and the same pods stay evictable when conformance is not configured (it is conformance that protects them)
     _, sink = run(objs, text.replace("  - name: conformance\n", ""))
     assert sink.evictions
+
+
+@pytest.mark.parametrize(("actions", "marked"), [("enqueue, allocate, backfill", False),
+                                                 ("allocate, preempt", True), ("allocate, reclaim", True)])
+def test_conformance_marks_protected_tasks_only_for_evicting_actions(actions: str, marked: bool) -> None:
+    """The marks are for preempt and reclaim alone: a session running neither leaves every task as it was made."""
+    crit = {"extra_spec": {"priorityClassName": "system-node-critical"}}
+    objs = [node("a", cpu="2"), *PCS, pod("crit-0", node_name="a", **crit)]
+    ssn, _ = session(objs, CONF.replace('"allocate"', f'"{actions}"'))
+    assert [t.preemptable for t in ssn.tasks.values()] == [not marked]
