@@ -552,7 +552,7 @@ class Simulation:
         rec.phase_seconds = phases.rounded()
         rec.cpu_seconds = time.process_time() - process0
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
-                   self.agents.reports if self.agents is not None else 0,
+                   (self.agents.reports, self.agents.built) if self.agents is not None else (0, 0),
                    self.waterline.ticks if self.waterline else 0)
         if self.rebalancer is not None:
             rec.rebalance = self.rebalancer.tally.to_json()
