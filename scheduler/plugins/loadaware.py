@@ -254,6 +254,8 @@ class LoadAware:
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
         ssn.add_vector_score_fn(NAME, score)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
+        if own:
+            ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))
 
     def _reserve_rebalanced(self, state: LoadAwareState, views: Sequence[NodeView],
                             now: float) -> dict[str, list[AssignedPod]]:
@@ -301,6 +303,16 @@ def _consume(state: LoadAwareState, own: dict[str, list[AssignedPod]], workload:
             state.unreserve(e.key)
             del entries[i]
             return
+
+
+def _reserved_node(own: Mapping[str, Sequence[AssignedPod]], task: TaskInfo, scores: Mapping[str, float]) -> str | None:
+    """A moved pod's replacement goes to the node reserved for its workload when that node is among the candidates
+    (it passed every filter); else the scores decide.  Koordinator's Reservation steers the same way: the owner
+    matched pod prefers the reserved node and consumes the reservation (docs/design/rebalance.md §4)."""
+    for e in own.get(workload_of(task.pod)) or ():
+        if e.node in scores:
+            return e.node
+    return None
 
 
 @register_plugin(NAME)

@@ -58,4 +58,4 @@ def test_every_eviction_lands_where_the_next_session_accepts_it(nodes: list[tupl
         node = report["placements"].get(m.pod)
         assert node is not None, f"{m.pod} found no node: {report['pods'][m.pod]['message']}"
         assert node != m.source and node not in hot
-        assert not report["pods"][m.pod]["filter"].get(m.destination)
+        assert node == m.destination, f"{m.pod} went to {node}, not to its reserved {m.destination}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from common.reservation import RESERVATIONS_ANNOTATION, Reservation, format_reservations, parse_reservations
@@ -48,6 +50,25 @@ def test_the_moved_pods_replacement_takes_its_reservations_place() -> None:
     # a pod of the reserved workload does not see that reservation: it is the pod the place was kept for
     assert _placed(_cluster(T0 + 300), T0 + 10, owner="web") == "reserved"
     assert _placed(_cluster(T0 + 300), T0 + 10, owner="other") == "busy"
+
+
+def _steering(reserved_load: int) -> Cluster:
+    """An empty node, and a node carrying ``reserved_load`` millicores and a reservation for workload web."""
+    c = Cluster(cpu=10, memory=32)
+    c.node("cool")
+    text = format_reservations([replace(_reservation(T0 + 300), usage=Resources(cpu=500, memory=1 << 28))])
+    assert text is not None
+    c.node("reserved", annotations={RESERVATIONS_ANNOTATION: text})
+    c.pod("load", "reserved", reserved_load)
+    return c
+
+
+def test_the_replacement_is_steered_to_its_reserved_node_while_it_passes_the_filters() -> None:
+    # the empty node scores higher, yet the replacement goes where its place was kept; any other pod goes by score
+    assert _placed(_steering(4000), T0 + 10, owner="web") == "reserved"
+    assert _placed(_steering(4000), T0 + 10, owner="other") == "cool"
+    # 60% + the pod's estimate (0.85 cores) is above the 65% threshold: the filter wins over the reservation
+    assert _placed(_steering(6000), T0 + 10, owner="web") == "cool"
 
 
 def test_annotation_round_trip_and_errors_name_the_node() -> None:
