@@ -29,8 +29,10 @@ from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
 from common.kinds import kind_info
+from common.objects import PodMetricView, PodsMetric, reported_pod_metric
 from common.qos import koord_qos, pod_priority_class
 from common.quantity import format_bytes, format_milli
+from common.resources import CPU, MEMORY, cap_quantity
 
 __all__ = [
     "USAGE_WITHOUT_PAGE_CACHE",
@@ -442,12 +444,14 @@ def _aggregated(
 
 
 def build_nodemetric_status(
-    store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta]
+    store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta], *, typed: bool = False
 ) -> dict[str, Any]:
     """The NodeMetric ``status`` at ``now`` from the recorded history (docs/design/nodemetric.md §4).
 
     The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
-    rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).
+    rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).  ``typed``: the
+    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry, for a reader
+    in the same process (the simulator's scheduler), which then need not parse the entries back.
     """
     start = now - float(policy.window_seconds)
     node_memory = store.node_memory_series()
@@ -482,6 +486,7 @@ def build_nodemetric_status(
         "aggregatedSystemUsages": aggregated_system,
     }
     pods_metric: list[dict[str, Any]] = []
+    views: list[PodMetricView] = []
     for k, meta in enumerate(metas, start=2):
         cpu, mem = averages[2 * k], averages[2 * k + 1]
         if cpu is None and mem is None:
@@ -495,7 +500,25 @@ def build_nodemetric_status(
                 "qos": meta.qos,
             }
         )
-    return {"updateTime": _time_text(int(now)), "nodeMetric": node_metric, "podsMetric": pods_metric}
+        if typed:
+            views.append(reported_pod_metric(meta.namespace, meta.name, _usage(cpu, mem), meta.priority, meta.qos))
+    reported = PodsMetric(pods_metric, tuple(views)) if typed else pods_metric
+    return {"updateTime": _time_text(int(now)), "nodeMetric": node_metric, "podsMetric": reported}
+
+
+def _usage(cpu_cores: float | None, memory_bytes: float | None) -> dict[str, int]:
+    """What parsing ``resource_map(cpu_cores, memory_bytes)["resources"]`` gives: the same truncated numbers, the
+    zeros left out."""
+    usage: dict[str, int] = {}
+    if cpu_cores is not None:
+        millis = int(cpu_cores * 1000)
+        if millis:
+            usage[CPU] = cap_quantity(millis)
+    if memory_bytes is not None:
+        n = int(memory_bytes)
+        if n:
+            usage[MEMORY] = cap_quantity(n)
+    return usage
 
 
 def nodemetric_object(node_name: str, policy: MetricCollectPolicy, status: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -27,6 +27,8 @@ __all__ = [
     "PodView",
     "PodMetricView",
     "NodeMetricView",
+    "PodsMetric",
+    "reported_pod_metric",
     "PodGroupView",
     "QueueView",
     "PriorityClassView",
@@ -365,6 +367,25 @@ def _pod_metric(namespace: str, name: str, usage: Resources, priority: str, qos:
     return view
 
 
+def reported_pod_metric(namespace: str, name: str, usage: dict[str, int], priority: str, qos: str) -> PodMetricView:
+    """The view of a ``podsMetric`` entry that its writer builds along with it: ``usage`` holds the quantities of
+    the entry's ``podUsage`` as its text parses back (non-zero, within bounds) and is the view's from now on."""
+    return _pod_metric(namespace, name, Resources._trusted(usage), priority, qos)
+
+
+class PodsMetric(list[dict[str, Any]]):
+    """``status.podsMetric`` handed over by a writer in the same process: the entries (plain API data to every
+    reader) with the :class:`PodMetricView` of each, in order, which :meth:`NodeMetricView.parse` takes as they are
+    instead of parsing the entries back.  Made only by a writer that derives both from the same numbers (the node
+    agent's builder, ``typed=True``); like every stored object it is never changed in place."""
+
+    __slots__ = ("views",)
+
+    def __init__(self, entries: list[dict[str, Any]], views: tuple[PodMetricView, ...]) -> None:
+        super().__init__(entries)
+        self.views = views
+
+
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
     """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (docs/design/nodemetric.md §1)."""
@@ -431,7 +452,10 @@ def _aggregated_usages(nm: Mapping[str, Any], where: str) -> dict[float, dict[st
 
 
 def _pods_metric(raw: Any, where: str) -> tuple[PodMetricView, ...]:
-    """``status.podsMetric``: each pod's usage, on the fast path when every field is the usual string."""
+    """``status.podsMetric``: each pod's usage, on the fast path when every field is the usual string (and as
+    handed over when it is a :class:`PodsMetric`)."""
+    if type(raw) is PodsMetric:
+        return raw.views
     pods = []
     parse_texts = Resources.parse_texts
     for i, pm in enumerate(_maps(raw, f"{where}: status.podsMetric")):

@@ -5,11 +5,18 @@ node's and its pods' true usage into it, and every ``reportIntervalSeconds`` (ea
 independent agents would) :func:`agent.nodemetric.build_nodemetric_status` turns the history into the NodeMetric
 status that is written into the cluster.  The scheduler therefore sees what it sees in production: window
 averages that lag the real usage by up to a report interval plus the averaging window.
+
+A report is built when something may read it: the simulator calls :meth:`SimAgents.publish` before every
+scheduling session and rebalancing round.  A report that no reader could see before the node's next one replaces
+it is never built, so every reader sees the same.  Built late it is what it would have been on time: the builder
+reads only the samples up to the report's time, and a deferred report is built before its node records twice
+more, while the store still holds every sample its window needs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +32,15 @@ from sim.model import NodeSpec
 from sim.objects import with_uid
 
 __all__ = ["SimAgents"]
+
+
+@dataclass(slots=True)
+class _Deferred:
+    """A report not built yet: its time, the pods it covers, and whether its node recorded since."""
+
+    t: float
+    pods: list[PodMeta]
+    recorded_since: bool = False
 
 
 class SimAgents:
@@ -48,7 +64,13 @@ class SimAgents:
         n = len(self.nodes)
         # seconds from the start: each agent's next report
         self._next = np.array([self.interval * i / n for i in range(n)], dtype=np.float64)
-        self.reports = 0
+        self.reports = 0  # made by the agents, whether built or replaced unread
+        self.built = 0
+        # per node, its report not built yet (in the order they were made)
+        self._deferred: dict[int, _Deferred] = {}
+        # whether reports wait for a reader: only when a late build is exact, the pod history keeping a pod at
+        # least a tick past its last sample (false: each report is built at once, as tests compare)
+        self.defer = policy.window_seconds >= tick_seconds
 
     def create_nodemetrics(self) -> None:
         """What koord-manager does when a node joins: a NodeMetric with the collect policy in its spec."""
@@ -60,6 +82,12 @@ class SimAgents:
     ) -> None:
         """One collect tick of node ``node``: node usage and ``(uid, cpu millicores, memory bytes)`` per pod (UIDs
         unique, as the running pods are)."""
+        waiting = self._deferred.get(node)
+        if waiting is not None:
+            if waiting.recorded_since:
+                self._build(node, self._deferred.pop(node))
+            else:
+                waiting.recorded_since = True
         self.stores[node].record_usage(
             t, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods]
         )
@@ -98,8 +126,25 @@ class SimAgents:
         return before, after
 
     def report(self, t: float, node: int, pods: Sequence[PodMeta]) -> None:
-        """Build node ``node``'s NodeMetric status at ``t`` and write it (status subresource)."""
-        status = build_nodemetric_status(self.stores[node], t, self.policy, pods)
+        """Node ``node``'s report at ``t``: built and written by the next :meth:`publish`, unless the node's next
+        report replaces it first."""
+        self.reports += 1
+        self._deferred.pop(node, None)
+        self._deferred[node] = _Deferred(t, list(pods))
+        if not self.defer:
+            self.publish()
+
+    def publish(self) -> None:
+        """Build and write every report made and not written yet, in the order they were made: before anything
+        reads the NodeMetrics."""
+        deferred, self._deferred = self._deferred, {}
+        for node, waiting in deferred.items():
+            self._build(node, waiting)
+
+    def _build(self, node: int, report: _Deferred) -> None:
+        """Node ``node``'s NodeMetric status at the report's time, written (status subresource)."""
+        # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
+        status = build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods, typed=True)
         # A fresh status nobody else holds: handed over to the cluster rather than copied in and out.
         self.cluster.write_status("NodeMetric", self.nodes[node].name, status)
-        self.reports += 1
+        self.built += 1

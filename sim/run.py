@@ -11,7 +11,8 @@ Every tick (``tick_seconds`` of simulated time) the simulator, in this order:
 3. records the usage into each node's agent history and lets the agents whose report falls in the tick's first
    half write their NodeMetric status (``sim.agents``) — the scheduler sees usage only through these lagging
    reports (a policy that reads no usage, the request-based baseline, runs without agents, as a cluster without
-   Loadwise does);
+   Loadwise does); a report is built only when a session or rebalancing round may read it, before the node's next
+   report replaces it;
 4. for a waterline policy, ticks the real waterline engine of each node with a ``NodeState`` built from the
    simulated pods (``sim.waterline``); evicted pods are re-created as new pending pods, as a controller would;
    for a rebalancing policy, then runs a round of the real rebalancer (``sim.rebalance``), whose evictions are
@@ -252,8 +253,10 @@ class Simulation:
         self.policy = policy
         self.options = options
         self.clock = FakeClock(options.start_time)
-        # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.
-        self.cluster = MemoryCluster(clock=self.clock, auto_run=False, history=1_000)
+        # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.  Nothing in
+        # the simulator watches (the informers are fed as events happen), so the watch history keeps only the last
+        # event: an object's replaced version is freed at once, while its memory is still in the CPU's caches.
+        self.cluster = MemoryCluster(clock=self.clock, auto_run=False, history=1)
         self.nodes = list(workload.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
         self._node_labels = [node_labels(n) for n in self.nodes]
@@ -545,10 +548,11 @@ class Simulation:
             self._tick(k, rec, phases)
             if progress is not None:
                 progress(1)
+        self._publish_reports()  # the cluster is left as the agents' last reports made it
         rec.phase_seconds = phases.rounded()
         rec.cpu_seconds = time.process_time() - process0
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
-                   self.agents.reports if self.agents is not None else 0,
+                   (self.agents.reports, self.agents.built) if self.agents is not None else (0, 0),
                    self.waterline.ticks if self.waterline else 0)
         if self.rebalancer is not None:
             rec.rebalance = self.rebalancer.tally.to_json()
@@ -577,8 +581,12 @@ class Simulation:
                 self._collect_evictions(t, by_waterline=True)
         with phases("rebalancer"):
             if self.rebalancer is not None:
+                self._publish_reports()
                 self.rebalancer.round(t)
                 self._collect_evictions(t, by_waterline=False, by_rebalancer=True)
+        with phases("agent-report"):
+            if self._pending:  # a session runs: it reads every report made so far
+                self._publish_reports()
         with phases("scheduler"):
             placed = self._schedule(t)
         with phases("agent-report"):
@@ -610,6 +618,10 @@ class Simulation:
         for i in before:
             self.agents.report(now, i, [p.meta for p, _, _ in pods_on[i]])
         return after
+
+    def _publish_reports(self) -> None:
+        if self.agents is not None:
+            self.agents.publish()
 
     def _report_late_agents(self, now: float, nodes: Sequence[int],
                             pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> None:

@@ -7,13 +7,15 @@ minResources, which admission may count as reclaimable) and ``reserved`` (schedu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 from common.resources import Resources
 from scheduler.framework.api import ALLOCATED_STATUS, JobInfo, TaskInfo, TaskStatus
+from scheduler.framework.memo import SessionMemo
 
-__all__ = ["QueueUsage", "is_gated", "gated_request", "deduct_gated", "job_inqueue", "queue_usage"]
+__all__ = ["QueueUsage", "is_gated", "gated_request", "deduct_gated", "job_inqueue", "queue_usage",
+           "kept_queue_usage"]
 
 
 def is_gated(task: TaskInfo) -> bool:
@@ -56,12 +58,26 @@ class QueueUsage:
     reserved: Resources = field(default_factory=Resources)
 
 
+# what one job adds to its queue: allocated, its pending tasks' requests, inqueue and elastic (None without
+# minResources: then its allocation is all elastic), and its gated request when it holds a reservation (else None)
+_Part = tuple[Resources, tuple[Resources, ...], Resources | None, Resources | None, Resources | None]
+
+
+def _part(job: JobInfo) -> _Part:
+    pending = job.tasks_in(TaskStatus.PENDING)
+    reserved = gated_request(job) if pending and not job.is_pending() else None
+    requests = tuple(t.resreq for t in pending)
+    if job.min_resources:
+        return job.allocated, requests, job_inqueue(job), job.elastic(), reserved
+    return job.allocated, requests, None, None, reserved
+
+
 class _Sums:
     """A queue's usage while it is summed: how many jobs allocate (or tasks request) each amount — jobs of a few
     shapes share a few amounts — and plain integer sums, made :class:`Resources` once at the end (the same values
     as adding the jobs' Resources one after the other)."""
 
-    __slots__ = ("allocated", "pending", "unreserved", "inqueue", "elastic", "reserved")
+    __slots__ = ("allocated", "pending", "unreserved", "inqueue", "elastic", "reserved", "jobs")
 
     def __init__(self) -> None:
         self.allocated: dict[Resources, int] = {}
@@ -70,6 +86,22 @@ class _Sums:
         self.inqueue: dict[str, int] = {}
         self.elastic: dict[str, int] = {}
         self.reserved: dict[str, int] = {}
+        self.jobs = 0
+
+    def apply(self, part: _Part, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) what one job adds to the queue (:func:`_part`)."""
+        allocated, pending, inqueue, elastic, reserved = part
+        _count(self.allocated, allocated, sign)
+        for r in pending:
+            _count(self.pending, r, sign)
+        if inqueue is None or elastic is None:
+            _count(self.unreserved, allocated, sign)
+        else:
+            _add(self.inqueue, inqueue, sign)
+            _add(self.elastic, elastic, sign)
+        if reserved is not None:
+            _add(self.reserved, reserved, sign)
+        self.jobs += sign
 
     def usage(self) -> QueueUsage:
         allocated = _weighted({}, self.allocated)
@@ -79,8 +111,12 @@ class _Sums:
                           Resources(self.reserved))
 
 
-def _count(counts: dict[Resources, int], vec: Resources) -> None:
-    counts[vec] = counts.get(vec, 0) + 1
+def _count(counts: dict[Resources, int], vec: Resources, sign: int = 1) -> None:
+    n = counts.get(vec, 0) + sign
+    if n:
+        counts[vec] = n
+    else:
+        del counts[vec]
 
 
 def _weighted(total: dict[str, int], counts: Mapping[Resources, int]) -> dict[str, int]:
@@ -90,9 +126,9 @@ def _weighted(total: dict[str, int], counts: Mapping[Resources, int]) -> dict[st
     return total
 
 
-def _add(total: dict[str, int], vec: Mapping[str, int]) -> None:
+def _add(total: dict[str, int], vec: Mapping[str, int], sign: int = 1) -> None:
     for k, v in vec.items():
-        total[k] = total.get(k, 0) + v
+        total[k] = total.get(k, 0) + sign * v
 
 
 def queue_usage(jobs: Iterable[JobInfo], queues: Iterable[str]) -> dict[str, QueueUsage]:
@@ -121,3 +157,52 @@ def queue_usage(jobs: Iterable[JobInfo], queues: Iterable[str]) -> dict[str, Que
         if pending and not job.is_pending():
             _add(u.reserved, gated_request(job))
     return {name: u.usage() for name, u in sums.items()}
+
+
+class _Carried:
+    """A claiming session's queue usage at its open, for the next one to update: the sums per queue and what each
+    job added to them, for the queues ``known`` then."""
+
+    __slots__ = ("known", "sums", "parts")
+
+    def __init__(self, known: tuple[str, ...]) -> None:
+        self.known = known
+        self.sums: dict[str, _Sums] = {}
+        self.parts: dict[str, tuple[str, _Part]] = {}
+
+    def remove(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            queue, part = self.parts.pop(uid)
+            self.sums[queue].apply(part, -1)
+
+    def add(self, jobs: Mapping[str, JobInfo], uids: Iterable[str]) -> None:
+        known = set(self.known)
+        for uid in uids:
+            job = jobs[uid]
+            if job.queue not in known:
+                continue
+            part = _part(job)
+            self.parts[uid] = (job.queue, part)
+            u = self.sums.get(job.queue)
+            if u is None:
+                u = self.sums[job.queue] = _Sums()
+            u.apply(part, 1)
+
+
+def kept_queue_usage(jobs: Mapping[str, JobInfo], queues: Iterable[str], memo: SessionMemo,
+                     kept: Set[str] | None) -> dict[str, QueueUsage]:
+    """:func:`queue_usage` of ``jobs`` (by uid), in ``queues`` order.  A claiming session (``kept``: the jobs it took
+    over as the previous claiming session had them) starts from the previous one's sums and redoes only the jobs
+    it did not keep, which spares the walk over every job of the cluster; it leaves its own sums to the next."""
+    known = tuple(queues)
+    base: _Carried | None = memo.carried("queue-usage") if kept is not None else None
+    if kept is None or base is None or base.known != known:
+        base = _Carried(known)
+        base.add(jobs, jobs)
+    else:
+        base.remove(base.parts.keys() - kept)
+        base.add(jobs, jobs.keys() - kept)
+    if kept is not None:
+        memo.carry("queue-usage", base)
+    sums = base.sums
+    return {name: sums[name].usage() for name in known if name in sums and sums[name].jobs}

@@ -1,5 +1,7 @@
 """Node accounting as int64 matrices ``[nodes, resources]`` so that a task can be checked against every node at
-once (docs/design/scheduler.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units."""
+once (docs/design/scheduler.md §2.3).  Columns are the session's resource names; cpu in millicores, others base units.
+The matrices are laid out resource-major (Fortran order): each resource's column is one contiguous vector, so a
+check or score over every node reads whole columns, not a few values of every row."""
 
 from __future__ import annotations
 
@@ -55,16 +57,14 @@ class NodeArrays:
         """``allocatable``: per node, its allocatable resources, or already the ``[nodes, columns]`` matrix (copied)."""
         self.columns = list(columns)
         self.col = {c: j for j, c in enumerate(self.columns)}
-        if isinstance(allocatable, np.ndarray):
-            self.allocatable = allocatable.astype(np.int64)   # a copy
-        else:
-            self.allocatable = allocation_matrix(self.col, allocatable)
+        matrix = allocatable if isinstance(allocatable, np.ndarray) else allocation_matrix(self.col, allocatable)
+        self.allocatable: IntArray = np.array(matrix, dtype=np.int64, order="F")   # a copy, resource-major
         n, k = self.allocatable.shape
-        self.idle = self.allocatable.copy()
-        self.used = np.zeros((n, k), dtype=np.int64)
-        self.releasing = np.zeros((n, k), dtype=np.int64)
-        self.pipelined = np.zeros((n, k), dtype=np.int64)
-        self.nonzero_requested = np.zeros((n, 2), dtype=np.int64)
+        self.idle: IntArray = self.allocatable.copy(order="F")
+        self.used: IntArray = np.zeros((n, k), dtype=np.int64, order="F")
+        self.releasing: IntArray = np.zeros((n, k), dtype=np.int64, order="F")
+        self.pipelined: IntArray = np.zeros((n, k), dtype=np.int64, order="F")
+        self.nonzero_requested: IntArray = np.zeros((n, 2), dtype=np.int64, order="F")
         self.task_count = np.zeros(n, dtype=np.int64)
         # every row changed by add/remove, in order: lets row-local computations redo only those rows
         self.changes: list[int] = []
@@ -153,14 +153,19 @@ class NodeArrays:
         self.task_count[i] -= 1
 
     def fits(self, vec: IntArray, free: IntArray) -> npt.NDArray[np.bool_]:
-        """``vec <= free`` on every column the task requests (a zero request never fails, even on negative idle)."""
+        """``vec <= free`` on every column the task requests (a zero request never fails, even on negative idle),
+        one column at a time (a contiguous vector in these matrices)."""
         need = vec > 0
         if self.fit_ignored is not None:
             need &= ~self.fit_ignored
-        if not need.any():
-            return np.ones(free.shape[0], dtype=np.bool_)
-        out: npt.NDArray[np.bool_] = np.asarray((free[:, need] >= vec[need]).all(axis=1))
-        return out
+        out: npt.NDArray[np.bool_] | None = None
+        for j in np.flatnonzero(need).tolist():
+            col = free[:, j] >= vec[j]
+            if out is None:
+                out = col
+            else:
+                out &= col
+        return np.ones(free.shape[0], dtype=np.bool_) if out is None else out
 
     def first_insufficient(self, vec: IntArray, free_row: IntArray) -> str:
         skip = self.fit_ignored

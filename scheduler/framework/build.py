@@ -37,6 +37,9 @@ class SessionState:
     jobs: dict[str, JobInfo]
     tasks: dict[str, TaskInfo]
     missing_queue: dict[str, str]
+    # the groups of one this session took over exactly as the previous claiming session had them (the same object,
+    # nothing set on it or its task since): what that session derived from one of them alone still holds
+    kept_jobs: set[str]
 
 
 class _PodEntry:
@@ -91,10 +94,12 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     jobs: dict[str, JobInfo] = {}
     for pg in snap.podgroups.values():
         jobs[pg.key] = _podgroup_job(pg, snap, memo, renewing)
-    tasks = _TaskBuilder(snap, memo, arrays, node_by_name, jobs, renewing, scheduler_name).build(found)
+    builder = _TaskBuilder(snap, memo, arrays, node_by_name, jobs, renewing, scheduler_name)
+    tasks = builder.build(found)
     missing_queue = _missing_queues(jobs, queues)
+    kept = builder.kept - missing_queue.keys()   # those were just given a fit error
     return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
-                        jobs, tasks, missing_queue)
+                        jobs, tasks, missing_queue, kept)
 
 
 def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:
@@ -151,6 +156,8 @@ class _TaskBuilder:
         self.pod_table = memo.table("session.pod")
         self.vectors = memo.table("session.vectors")
         self.epoch = memo.epoch
+        self.previous_claim = memo.previous_claim
+        self.kept: set[str] = set()
         self.arrays = arrays
         self.node_by_name = node_by_name
         self.jobs = jobs
@@ -199,6 +206,8 @@ class _TaskBuilder:
             t.spec_priority if t.spec_priority is not None else self.default_priority)
         if not job.take_over(priority):
             return False
+        if e.epoch == self.previous_claim:
+            self.kept.add(jid)
         e.epoch = self.epoch
         self.jobs[jid] = job
         self.tasks[task.uid] = task

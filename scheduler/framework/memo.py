@@ -74,13 +74,28 @@ class SessionMemo:
         self._values: dict[Hashable, Any] = {}
         self._owner: object | None = None
         self.epoch = 0   # counts rotations: an object renewed in this epoch is in use by the current session
+        # the epochs of the last two sessions that claimed the memo (the current one's last, while it holds it)
+        self.claimed_epoch = -1
+        self.previous_claim = -1
 
     def claim(self, owner: object) -> bool:
         """Whether ``owner`` may renew the mutable objects earlier sessions left (no other owner holds them)."""
         if self._owner is not None:
             return False
         self._owner = owner
+        self.previous_claim, self.claimed_epoch = self.claimed_epoch, self.epoch
         return True
+
+    def carried(self, key: Hashable) -> Any:
+        """What the previous claiming session stored with :meth:`carry` under ``key`` (None if it stored nothing, or
+        if another session stored something since): the base a claiming session updates by the jobs it did not
+        take over as they were (see ``SessionState.kept_jobs``)."""
+        hit = self._values.get(("carried", key))
+        return hit[1] if hit is not None and hit[0] == self.previous_claim else None
+
+    def carry(self, key: Hashable, value: Any) -> None:
+        """Store ``value`` for the next claiming session (:meth:`carried`), as the current session's."""
+        self._values[("carried", key)] = (self.epoch, value)
 
     def release(self, owner: object) -> None:
         if self._owner is owner:

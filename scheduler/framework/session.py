@@ -176,6 +176,8 @@ class Session:
         self.jobs: dict[str, JobInfo] = built.jobs
         self.tasks: dict[str, TaskInfo] = built.tasks
         self.missing_queue: dict[str, str] = built.missing_queue
+        # groups of one as the previous claiming session had them (SessionState.kept_jobs; empty unless renewing)
+        self.kept_jobs: set[str] = built.kept_jobs
 
     def _open_plugins(self) -> None:
         builders = plugin_builders()

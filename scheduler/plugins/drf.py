@@ -10,7 +10,7 @@ current by event handlers after every allocate, pipeline and eviction in the ses
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from common.resources import Resources
 from scheduler.batch.drf import DrfCandidate, drf_victims, job_share
@@ -56,13 +56,7 @@ class Drf:
         # a job's allocated is what its Allocated, Binding, Bound and Running tasks request (JobInfo keeps it); the
         # share depends on that amount alone, and jobs of a few shapes hold the same amounts
         self.allocated = {job.uid: job.allocated for job in ssn.jobs.values()}
-        shares: dict[Resources, float] = {}
-        self.share = {}
-        for uid, alloc in self.allocated.items():
-            got = shares.get(alloc)
-            if got is None:
-                got = shares[alloc] = job_share(alloc, self.total)
-            self.share[uid] = got
+        self.share = self._open_shares(ssn)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share.get(left.uid, 0.0), self.share.get(right.uid, 0.0)
@@ -92,6 +86,29 @@ class Drf:
         self.tree = None
         if opt is not None and opt.hierarchy:
             self._open_hierarchy(ssn)
+
+    def _open_shares(self, ssn: Session) -> dict[str, float]:
+        """Every job's share at session open.  A claiming session starts from the previous one's shares (when the
+        cluster total is the same) and computes only those of the jobs it did not take over as they were."""
+        carried = ssn.memo.carried(NAME) if ssn.renewing else None
+        if carried is not None and carried[0] == self.total:
+            share: dict[str, float] = carried[1]
+            kept = ssn.kept_jobs
+            for uid in share.keys() - kept:
+                del share[uid]
+            todo: Iterable[str] = self.allocated.keys() - kept
+        else:
+            share, todo = {}, self.allocated
+        shares: dict[Resources, float] = {}
+        for uid in todo:
+            alloc = self.allocated[uid]
+            got = shares.get(alloc)
+            if got is None:
+                got = shares[alloc] = job_share(alloc, self.total)
+            share[uid] = got
+        if ssn.renewing:
+            ssn.memo.carry(NAME, (self.total, dict(share)))   # a copy: allocations move the session's shares
+        return share
 
     # ---- hierarchical mode ----------------------------------------------------------------------------------------
 

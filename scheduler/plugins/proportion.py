@@ -24,7 +24,7 @@ from scheduler.batch.proportion import (
     reclaim_victims,
     water_fill,
 )
-from scheduler.batch.queue_usage import deduct_gated, queue_usage
+from scheduler.batch.queue_usage import deduct_gated, kept_queue_usage
 from scheduler.batch.quota import sum_resources
 from scheduler.framework.api import JobInfo, QueueInfo, TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
@@ -63,7 +63,8 @@ class Proportion:
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
-        usage = queue_usage(ssn.jobs.values(), ssn.queues)
+        # a claiming session redoes only the jobs it did not take over as they were
+        usage = kept_queue_usage(ssn.jobs, ssn.queues, ssn.memo, ssn.kept_jobs if ssn.renewing else None)
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values())
         self.attrs = {}
         demands: list[QueueDemand] = []

@@ -18,8 +18,9 @@ from agent.nodemetric import (
     pod_series,
     resource_map,
 )
+from common.cluster.memory import MemoryCluster
 from common.config import ConfigError
-from common.objects import NodeMetricView
+from common.objects import NodeMetricView, PodsMetric
 from common.resources import Resources
 
 T0 = 1_700_000_000.0
@@ -186,3 +187,29 @@ def test_windows_longer_than_the_kept_history_are_refused(policy: dict[str, Any]
     longest = MetricCollectPolicy.from_spec(
         {"metricCollectPolicy": {"aggregateDurationSeconds": 43200, "nodeAggregatePolicy": {"durations": ["12h"]}}})
     assert longest.node_retention_seconds == 43200
+
+
+def test_a_typed_status_parses_to_the_view_of_its_text() -> None:
+    """``typed=True`` hands the pods' views over with the entries: the very view parsing the text gives, whatever
+    the numbers (truncated, whole cores, byte multiples, zero, missing) and however the object is copied."""
+    policy = MetricCollectPolicy()
+    store = UsageStore(policy, interval_seconds=1.0)
+    pods = {"u1": PodUsage(0.4999, 100 * 2**20 + 0.7), "u2": PodUsage(2.0, GiB), "u3": PodUsage(0.0, 0.0),
+            "u4": PodUsage(None, 3 * 1024.0), "u5": PodUsage(None, None)}
+    now = _fill(store, 600, pods=pods)
+    metas = [PodMeta.from_pod(_pod(f"p{uid}", "ns", uid)) for uid in pods]
+    typed = build_nodemetric_status(store, now, policy, metas, typed=True)
+    plain = build_nodemetric_status(store, now, policy, metas)
+    assert type(typed["podsMetric"]) is PodsMetric and type(plain["podsMetric"]) is list
+    assert typed == plain  # the same API data to every reader
+    obj = nodemetric_object("n1", policy)
+    typed_view = NodeMetricView.parse({**obj, "status": typed})
+    assert typed_view.pods is typed["podsMetric"].views  # taken as handed over, not parsed
+    assert typed_view == NodeMetricView.parse({**obj, "status": plain})
+    assert [p.usage for p in typed_view.pods] == [Resources.of(cpu=499, memory=100 * 2**20), Resources.of(cpu=2000, memory=GiB),
+                                                  Resources(), Resources.of(memory=3 * 1024)]
+    # A copy out of a cluster parses the same.
+    cluster = MemoryCluster()
+    cluster.create("NodeMetric", obj)
+    cluster.write_status("NodeMetric", "n1", typed)
+    assert NodeMetricView.parse(cluster.get("NodeMetric", "n1")) == typed_view

@@ -278,3 +278,69 @@ def test_report_plots_run_on_the_simulated_time_of_day() -> None:
     fmt = ax.xaxis.get_major_formatter()
     assert [fmt(x, 0) for x in (23.5, 24.0, 24.25)] == ["23:30", "00:00", "00:15"]  # wraps at midnight
     plt.close(fig)
+
+
+class _MetricsReader:
+    """The production scheduler, also keeping the NodeMetrics its cache holds as each session opens."""
+
+    def __init__(self, cluster: MemoryCluster, conf: Any, clock: FakeClock) -> None:
+        self.inner = scheduler.engine.Scheduler(cluster, conf, clock=clock)
+        self.seen: list[dict[str, NodeMetricView]] = []
+
+    def run_once(self) -> Any:
+        self.inner.start()
+        self.seen.append({m.name: m for m in self.inner.cache.snapshot().node_metrics.values()})
+        return self.inner.run_once()
+
+
+def _reading_run(defer: bool) -> tuple[Simulation, Any]:
+    w = generate(SyntheticConfig(nodes=6, hours=2.0, seed=3))
+    opts = SimOptions(hours=2.0, start_hour=2, seed=3)
+    simulation = Simulation(w, load_policies(["loadaware"])[0], opts, scheduler_factory=_MetricsReader)
+    assert simulation.agents is not None
+    simulation.agents.defer = defer
+    return simulation, simulation.run()
+
+
+def test_reports_nobody_reads_are_not_built_and_every_session_sees_the_same() -> None:
+    lazy, lazy_rec = _reading_run(True)
+    eager, eager_rec = _reading_run(False)
+    assert lazy.agents is not None and eager.agents is not None
+    # Night: ticks without a pending pod, whose reports the node's next one replaces unread.
+    assert lazy.agents.reports == eager.agents.reports == eager.agents.built > lazy.agents.built
+    assert (lazy_rec.reports, lazy_rec.reports_built) == (lazy.agents.reports, lazy.agents.built)
+    seen_lazy, seen_eager = lazy.scheduler.seen, eager.scheduler.seen  # type: ignore[attr-defined]
+    assert len(seen_lazy) == len(seen_eager) > 0
+    assert seen_lazy == seen_eager  # the views, field by field (raw aside), at every session
+    assert [{k: m.raw["status"] for k, m in s.items()} for s in seen_lazy] == \
+        [{k: m.raw["status"] for k, m in s.items()} for s in seen_eager]
+    assert np.array_equal(lazy_rec.placed, eager_rec.placed) and lazy_rec.bindings == eager_rec.bindings
+    # The run ends with every report written.
+    assert [m["status"] for m in lazy.cluster.list("NodeMetric").items] == \
+        [m["status"] for m in eager.cluster.list("NodeMetric").items]
+
+
+def test_a_report_built_a_tick_late_is_the_one_built_on_time() -> None:
+    nodes = [NodeSpec("n0", 4000, 8 * GiB)]
+    policy = agent.nodemetric.MetricCollectPolicy()
+    cluster = MemoryCluster(clock=FakeClock(0.0))
+    agents = sim.agents.SimAgents(cluster, nodes, policy, tick_seconds=60)
+    agents.create_nodemetrics()
+    meta = agent.nodemetric.PodMeta("ns", "p", "uid-p", "koord-prod", "LS")
+    for k in range(8):
+        agents.record(60.0 * k, 0, 1000.0 + 100 * k, GiB, [("uid-p", 500.0 + 50 * k, GiB / 2)])
+    on_time = agent.nodemetric.build_nodemetric_status(agents.stores[0], 420.0, policy, [meta])
+    agents.report(420.0, 0, [meta])
+    assert agents.built == 0
+    agents.record(480.0, 0, 3000.0, 2 * GiB, [("uid-p", 2500.0, GiB)])  # a later sample, outside the window
+    agents.publish()
+    assert agents.built == 1
+    assert cluster.get("NodeMetric", "n0")["status"] == on_time
+    # A report still unbuilt when its node records a second time is built first, from the samples it covers.
+    agents.report(480.0, 0, [meta])
+    on_time = agent.nodemetric.build_nodemetric_status(agents.stores[0], 480.0, policy, [meta])
+    agents.record(540.0, 0, 500.0, GiB, [("uid-p", 100.0, GiB)])
+    assert agents.built == 1
+    agents.record(600.0, 0, 500.0, GiB, [("uid-p", 100.0, GiB)])
+    assert agents.built == 2
+    assert cluster.get("NodeMetric", "n0")["status"] == on_time

@@ -175,3 +175,35 @@ def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, .
         want = _digest(_fresh(sched, clock))
         for key in want:
             assert got[key] == want[key], (event, key)
+
+
+def _kept_and_fresh(sched: Scheduler, clock: FakeClock) -> tuple[set[str], dict[str, Any], dict[str, Any]]:
+    kept = sched.open_session(renew=True)
+    try:
+        got = (set(kept.kept_jobs), _digest(kept))
+    finally:
+        sched.memo.release(kept)
+        kept.release()
+    return got[0], got[1], _digest(_fresh(sched, clock))
+
+
+def test_queue_usage_and_drf_shares_redo_exactly_the_jobs_not_kept() -> None:
+    """A claiming session starts from the previous one's queue usage and drf shares and redoes the jobs it did not
+    take over as they were: a pod replaced by one of another size under the same uid, a pod gone, a pod new."""
+    clock = FakeClock(T0 + 60)
+    cluster = MemoryCluster(clock=clock)
+    cluster.load([node("n0"), _metric("n0", 500, T0 + 50),
+                  *(pod(p, cpu="100m", node_name="n0") for p in ("p0", "p1", "p2"))])
+    sched = Scheduler(cluster, default_conf(), clock=clock)
+    sched.start()
+    sched.run_once()
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert len(kept) == 3 and got == want
+    cluster.delete("Pod", "p0", namespace="default")
+    cluster.create("Pod", pod("p0", cpu="2", node_name="n0"))
+    cluster.delete("Pod", "p1", namespace="default")
+    cluster.create("Pod", pod("p3", cpu="500m", node_name="n0"))
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert kept == {"default/podgroup-uid-default-p2"}
+    assert got["proportion"] == want["proportion"] and got["drf"] == want["drf"]
+    assert got == want
