@@ -7,7 +7,8 @@ Per case both policies run on the same workload, side by side in worker processe
 node-minutes than `loadaware-waterline` on every case (target: 30% fewer on the mean), rebalancer evictions under
 1% of the submitted pods, no eviction without a proven destination, no workload pod moved twice within an hour,
 and no more pods pending at the end than `loadaware-waterline`.  Also printed: the work the moves cost (run time of
-moved batch pods, which restart) and where the replacements landed.
+moved batch pods, which restart), where the replacements landed, and what held candidates back (per kind: the
+limit or cool-down, ``too small``, ``no destination``).
 
 CPU time (of each run's worker process) is printed next to the cases; wall time depends on what else runs on the
 machine.  A benchmark prints figures and says met / not met; it asserts nothing.
@@ -25,6 +26,7 @@ from typing import Any
 from sim.compare import run_seeds
 from sim.measures import Measures, measure, reduction
 from sim.policies import load_policies
+from sim.rebalance import SKIPPED
 from sim.record import RunRecord
 from sim.run import SimOptions
 from sim.synthetic import SyntheticConfig, generate
@@ -65,6 +67,7 @@ def _row(nodes: int, seed: int, base: Measures, reb: Measures, rec: RunRecord) -
         "lost_pod_hours": reb.rebalance_lost_pod_hours,
         "landed": {k: tally.get(f"landed_{k}", 0) for k in ("on_destination", "on_source", "elsewhere")},
         "destination_checks": tally.get("destination_checks", 0),
+        "skipped": {k.removeprefix(SKIPPED): int(v) for k, v in tally.items() if k.startswith(SKIPPED)},
         "cpu_seconds_base": base.cpu_seconds, "cpu_seconds_rebalance": reb.cpu_seconds,
     }
 
@@ -134,6 +137,9 @@ def measure_goal(cases: str = DEFAULT_CASES, hours: float = 24.0, jobs: int = 2)
 def print_goal(doc: dict[str, Any]) -> None:
     """The table and the goal items of :func:`measure_goal`'s result, for people."""
     print_table(doc)
+    for r in doc["cases"]:
+        held = ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items()) or "nothing"
+        print(f"  {r['nodes']}n s{r['seed']}: {r['destination_checks']:,} destination checks; held back: {held}")
     for item in doc["goal"]:
         print(f"  [{'met' if item['met'] else 'NOT met'}] {item['item']}: {item['value']} (target {item['target']})")
 

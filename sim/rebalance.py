@@ -11,14 +11,18 @@ module keeps the rebalancer's own tally:
   replica only loses the time until its replacement runs, which the wait measures already count;
 * **moved twice within an hour**: workload pods the rebalancer evicted again less than an hour after the last time;
 * **unproven**: evictions without a proven destination (the design allows none);
-* where the replacements landed: on the expected destination, back on the source, elsewhere.
+* where the replacements landed: on the expected destination, back on the source, elsewhere;
+* why candidates stayed, by kind (the limit or cool-down that held them, ``too small``, ``no destination``): what
+  keeps a case from moving more.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +36,10 @@ from scheduler.cache import SchedulerCache
 from scheduler.conf import SchedulerConf
 from scheduler.framework.snapshot import Snapshot
 
-__all__ = ["RebalanceTally", "SimRebalancer", "REPEAT_WINDOW_SECONDS"]
+__all__ = ["RebalanceTally", "SimRebalancer", "REPEAT_WINDOW_SECONDS", "SKIPPED", "skip_kind"]
 
 REPEAT_WINDOW_SECONDS = 3600.0
+SKIPPED = "skipped: "  # the tally's key prefix of each skip kind
 
 
 @dataclass(slots=True)
@@ -50,6 +55,7 @@ class RebalanceTally:
     landed_elsewhere: int = 0
     rounds: int = 0
     round_seconds: list[float] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)  # skip_kind -> candidates (or sources) held back
 
     def to_json(self) -> dict[str, float]:
         return {"evictions": self.evictions, "refused": self.refused, "unproven": self.unproven,
@@ -57,7 +63,19 @@ class RebalanceTally:
                 "moved_twice_within_hour": self.repeats_within_hour,
                 "landed_on_destination": self.landed_on_destination, "landed_on_source": self.landed_on_source,
                 "landed_elsewhere": self.landed_elsewhere, "rounds": self.rounds,
-                "round_seconds_total": round(sum(self.round_seconds), 3)}
+                "round_seconds_total": round(sum(self.round_seconds), 3),
+                **{SKIPPED + kind: n for kind, n in self.skipped.most_common()}}
+
+
+_ARGUMENT = re.compile(r"\b(max[A-Z]\w*|\w+CooldownSeconds)\b")
+
+
+def skip_kind(why: str) -> str:
+    """What held a candidate back, without the numbers: the argument a limit or cool-down names, else the reason's
+    opening words (``too small``, ``no destination``)."""
+    opening = why.split(":")[0].strip()
+    found = _ARGUMENT.search(opening)
+    return found.group(1) if found else opening
 
 
 def _snapshots(cluster: MemoryCluster, clock: Clock, scheduler: Any) -> Callable[[], Snapshot]:
@@ -98,6 +116,7 @@ class SimRebalancer:
         self.tally.rounds += 1
         self.tally.destination_checks += result.plan.checks
         self.tally.refused += len(result.refused)
+        self.tally.skipped.update(skip_kind(sk.why) for sk in result.plan.skipped)
         self._moves = {m.pod: m for m in result.evicted}
 
     def evicted(self, key: str, index: int, t: float, ran_seconds: float, restarts_from_scratch: bool) -> None:

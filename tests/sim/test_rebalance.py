@@ -14,11 +14,12 @@ from sim.synthetic import SyntheticConfig, generate
 def _hot_afternoon(policy: str) -> Any:
     """Two afternoon hours on 12 nodes, where some nodes stay hot while others are cool.  The shipped arguments
     are made for 40 nodes and more: on 12, one low node in three and a destination that stays at 55% are rare, so
-    the rebalancer here acts with one low node to spare and destinations up to the high thresholds."""
+    the rebalancer here acts with one low node to spare and both ends of a move up to the high thresholds."""
     w = generate(SyntheticConfig(nodes=12, hours=2.0, seed=3))
     chosen = load_policies([policy])[0]
     if chosen.rebalance is not None:
-        args = dataclasses.replace(chosen.rebalance, number_of_nodes=1, destination_thresholds={})
+        args = dataclasses.replace(chosen.rebalance, number_of_nodes=1, destination_thresholds={},
+                                   source_thresholds={})
         chosen = dataclasses.replace(chosen, rebalance=args)
     return run(w, chosen, SimOptions(hours=2.0, start_hour=13, seed=3))
 
@@ -30,6 +31,8 @@ def test_rebalancer_moves_are_counted_apart_and_every_one_was_proven() -> None:
     assert tally["unproven"] == 0 and tally["moved_twice_within_hour"] == 0
     assert tally["landed_on_source"] == 0
     assert tally["destination_checks"] >= tally["evictions"]
+    kinds = [k for k in tally if k.startswith("skipped: ")]
+    assert kinds and not any(ch.isdigit() for k in kinds for ch in k)
     m = measure(rec)
     assert m.evictions_rebalancer == rec.rebalancer_evictions
     assert m.evictions == m.evictions_waterline + m.evictions_scheduler + m.evictions_rebalancer
@@ -61,3 +64,15 @@ def test_tally_counts_lost_work_repeats_and_where_replacements_land() -> None:
     assert t["lost_pod_hours"] == round(1810 / 3600, 2)
     assert t["moved_twice_within_hour"] == 1
     assert (t["landed_on_destination"], t["landed_on_source"]) == (1, 1)
+
+
+def test_skip_kinds_name_the_argument_that_held_a_candidate_or_the_reason() -> None:
+    from sim.rebalance import skip_kind
+
+    assert skip_kind("maxEvictionsPercent (2% of the pods per 21600 s) reached") == "maxEvictionsPercent"
+    assert skip_kind("workload ReplicaSet/prod/svc-1 moved less than workloadCooldownSeconds ago") == \
+        "workloadCooldownSeconds"
+    assert skip_kind("node relieved less than relievedNodeCooldownSeconds ago") == "relievedNodeCooldownSeconds"
+    assert skip_kind("too small: it (and the moves still allowed off the node) would leave the source hot") == \
+        "too small"
+    assert skip_kind("no destination: 0/3 nodes are available: 3 maxSkew exceeded") == "no destination"
