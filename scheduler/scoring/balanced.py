@@ -20,9 +20,10 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-# up to this many nodes, balance_score works row by row in Python floats (the same IEEE operations in the same
-# order): scoring the few nodes a placement changed costs less than the dozens of NumPy calls of the vector form
-ROW_BY_ROW = 4
+# up to this many nodes (about where both forms cost the same), balance_score works row by row in Python floats
+# (the same IEEE operations in the same order): the few nodes a placement changed cost less that way than
+# through the dozens of NumPy calls of the vector form
+ROW_BY_ROW = 12
 
 
 def _balance_row(allocatable: Sequence[int], requested: Sequence[int], active: Sequence[bool]) -> int:

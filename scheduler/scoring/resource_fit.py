@@ -161,9 +161,10 @@ def _weighted_int_mean(scores: IntArray, kept: BoolArray, weights: IntArray) -> 
     return np.where(wsum > 0, total // np.maximum(wsum, 1), 0).astype(np.int64)
 
 
-# up to this many nodes, least/most allocated score each node with the scalar reference (the same integer
-# arithmetic): the few nodes a placement changed cost less that way than through the vector form's NumPy calls
-ROW_BY_ROW = 4
+# up to this many nodes (about where both forms cost the same), least/most allocated score each node with the
+# scalar reference (the same integer arithmetic): the few nodes a placement changed cost less that way than
+# through the vector form's NumPy calls
+ROW_BY_ROW = 8
 
 
 def _row_by_row(ref: Any, allocatable: IntArray, requested: IntArray, weights: IntArray,

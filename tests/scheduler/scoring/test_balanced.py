@@ -60,7 +60,7 @@ def test_vector_matches_reference() -> None:
 
 
 @given(st.lists(st.tuples(st.lists(st.integers(-2, 9), min_size=4, max_size=4),
-                          st.lists(st.integers(-1000, 12000), min_size=4, max_size=4)), min_size=1, max_size=4),
+                          st.lists(st.integers(-1000, 12000), min_size=4, max_size=4)), min_size=1, max_size=ROW_BY_ROW),
        st.lists(st.booleans(), min_size=4, max_size=4))
 def test_few_nodes_row_by_row_equal_the_vector_form(rows: list[tuple[list[int], list[int]]],
                                                     active: list[bool]) -> None:
