@@ -44,7 +44,8 @@ def main() -> None:
             print(f"  {name:<13} {secs:8.2f} s  {100 * secs / max(rec.cpu_seconds, 1e-9):5.1f}%")
         print(f"  per session        {1000 * phases['scheduler'] / sessions:8.1f} ms ({sessions} sessions)")
         if rec.reports:
-            print(f"  per NodeMetric     {1e6 * phases['agent-report'] / rec.reports:8.0f} µs ({rec.reports} reports)")
+            print(f"  per NodeMetric     {1e6 * phases['agent-report'] / rec.reports:8.0f} µs ({rec.reports} reports, "
+                  f"{rec.reports_built} built: the others no session read)")
         if rec.waterline_ticks:
             print(f"  per waterline tick {1e6 * phases['waterline'] / rec.waterline_ticks:8.0f} µs "
                   f"({rec.waterline_ticks} node ticks)")

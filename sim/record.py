@@ -65,7 +65,8 @@ class RunRecord:
     unschedulable_reasons: dict[str, int] = field(default_factory=dict)
     wall_seconds: float = 0.0
     cpu_seconds: float = 0.0  # CPU time of the run's process (wall time includes waiting for a core)
-    reports: int = 0
+    reports: int = 0  # NodeMetric reports the agents made
+    reports_built: int = 0  # of which some session or round could read (the others are never built)
     waterline_ticks: int = 0
     phase_seconds: dict[str, float] = field(default_factory=dict)  # CPU time per phase of the loop
     cpu_demand_seconds: F64 = field(default_factory=lambda: np.zeros(len(KIND_CODES)))  # millicore-seconds, per class
@@ -122,8 +123,10 @@ class RunRecord:
     def inflation(self) -> F32:
         return np.concatenate(self.inflation_parts) if self.inflation_parts else np.zeros(0, dtype=np.float32)
 
-    def finish(self, counters: Any, pending: Sequence[Any], wall_seconds: float, reports: int, waterline_ticks: int) -> None:
-        """Copy the run's counters in (``counters`` is the simulation's private tally)."""
+    def finish(self, counters: Any, pending: Sequence[Any], wall_seconds: float, reports: tuple[int, int],
+               waterline_ticks: int) -> None:
+        """Copy the run's counters in (``counters`` is the simulation's private tally; ``reports``: NodeMetric
+        reports made and built)."""
         self.submitted = len(counters.submitted)
         self.ran = len(counters.ran)
         self.bindings = counters.bindings
@@ -147,7 +150,7 @@ class RunRecord:
         self.unschedulable_end = sum(reasons.values())
         self.unschedulable_reasons = reasons
         self.wall_seconds = wall_seconds
-        self.reports = reports
+        self.reports, self.reports_built = reports
         self.waterline_ticks = waterline_ticks
 
 

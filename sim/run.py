@@ -253,8 +253,10 @@ class Simulation:
         self.policy = policy
         self.options = options
         self.clock = FakeClock(options.start_time)
-        # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.
-        self.cluster = MemoryCluster(clock=self.clock, auto_run=False, history=1_000)
+        # The simulator plays the kubelet (``_start``), so the cluster does not start pods by itself.  Nothing in
+        # the simulator watches (the informers are fed as events happen), so the watch history keeps only the last
+        # event: an object's replaced version is freed at once, while its memory is still in the CPU's caches.
+        self.cluster = MemoryCluster(clock=self.clock, auto_run=False, history=1)
         self.nodes = list(workload.nodes)
         self.node_index = {n.name: i for i, n in enumerate(self.nodes)}
         self._node_labels = [node_labels(n) for n in self.nodes]
@@ -550,7 +552,7 @@ class Simulation:
         rec.phase_seconds = phases.rounded()
         rec.cpu_seconds = time.process_time() - process0
         rec.finish(self.counters, list(self._pending.values()), time.perf_counter() - wall0,
-                   self.agents.reports if self.agents is not None else 0,
+                   (self.agents.reports, self.agents.built) if self.agents is not None else (0, 0),
                    self.waterline.ticks if self.waterline else 0)
         if self.rebalancer is not None:
             rec.rebalance = self.rebalancer.tally.to_json()

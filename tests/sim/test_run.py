@@ -308,6 +308,7 @@ def test_reports_nobody_reads_are_not_built_and_every_session_sees_the_same() ->
     assert lazy.agents is not None and eager.agents is not None
     # Night: ticks without a pending pod, whose reports the node's next one replaces unread.
     assert lazy.agents.reports == eager.agents.reports == eager.agents.built > lazy.agents.built
+    assert (lazy_rec.reports, lazy_rec.reports_built) == (lazy.agents.reports, lazy.agents.built)
     seen_lazy, seen_eager = lazy.scheduler.seen, eager.scheduler.seen  # type: ignore[attr-defined]
     assert len(seen_lazy) == len(seen_eager) > 0
     assert seen_lazy == seen_eager  # the views, field by field (raw aside), at every session
