@@ -24,7 +24,7 @@ KNOWN_FIELDS = frozenset({
     "nodeFit", "nodeMetricExpirationSeconds", "dryRun", "paused", "maxEvictionsPerNode", "maxEvictionsPerNamespace",
     "maxEvictionsPerWorkload", "maxEvictionsTotal", "relievedNodeCooldownSeconds", "workloadCooldownSeconds",
     "reservationSeconds", "intervalSeconds", "maxDestinationChecks", "maxEvictionsPercent", "maxEvictionsWindowSeconds",
-    "lowDestinationsOnly", "destinationThresholds",
+    "lowDestinationsOnly", "destinationThresholds", "sourceThresholds",
 })
 _ANOMALY_FIELDS = frozenset({"consecutiveAbnormalities", "consecutiveNormalities", "timeout"})
 
@@ -50,6 +50,7 @@ class RebalanceArgs:
     high_thresholds: Mapping[str, int]
     low_thresholds: Mapping[str, int]
     destination_thresholds: Mapping[str, int] = field(default_factory=dict)  # default: the high ones
+    source_thresholds: Mapping[str, int] = field(default_factory=dict)  # default: the high ones
     use_deviation_thresholds: bool = False
     prod_high_thresholds: Mapping[str, int] = field(default_factory=dict)
     prod_low_thresholds: Mapping[str, int] = field(default_factory=dict)
@@ -121,12 +122,13 @@ def _pair(raw: Mapping[str, Any], low_key: str, high_key: str, source: str,
     return low, high
 
 
-def _destination(raw: Any, low: Mapping[str, int], high: Mapping[str, int], source: str) -> dict[str, int]:
-    """How full a destination may get: per resource of ``highThresholds``, up to its high percent and (unless the
-    thresholds are deviations, ``low`` then empty) not below its low one."""
-    out = _thresholds(raw, "destinationThresholds", source)
+def _between(raw: Any, key: str, low: Mapping[str, int], high: Mapping[str, int], source: str) -> dict[str, int]:
+    """``destinationThresholds`` (how full a destination may get) or ``sourceThresholds`` (how far a move must bring
+    its source down): per resource of ``highThresholds``, up to its high percent and (unless the thresholds are
+    deviations, ``low`` then empty) not below its low one."""
+    out = _thresholds(raw, key, source)
     for resource, pct in out.items():
-        where = f"destinationThresholds.{resource}"
+        where = f"{key}.{resource}"
         if resource not in high:
             raise ConfigError("names a resource highThresholds does not", field=where, source=source)
         if not low.get(resource, 0) <= pct <= high[resource]:
@@ -240,13 +242,15 @@ def parse_rebalance_args(raw: Mapping[str, Any], *, source: str = "rebalancer ar
                           source=source)
     low, high = _pair(raw, "lowThresholds", "highThresholds", source, required=True)
     deviation = _bool(raw, "useDeviationThresholds", False, source)
-    destination = _destination(raw.get("destinationThresholds"), {} if deviation else low, high, source)
+    destination = _between(raw.get("destinationThresholds"), "destinationThresholds", {} if deviation else low, high,
+                           source)
+    relieved = _between(raw.get("sourceThresholds"), "sourceThresholds", {} if deviation else low, high, source)
     prod_low, prod_high = _pair(raw, "prodLowThresholds", "prodHighThresholds", source, required=False)
     resources = tuple(sorted(set(high) | set(prod_high)))
     include, exclude = _namespaces(raw.get("evictableNamespaces"), source)
     d = RebalanceArgs({}, {})
     return RebalanceArgs(
-        high_thresholds=high, low_thresholds=low, destination_thresholds=destination,
+        high_thresholds=high, low_thresholds=low, destination_thresholds=destination, source_thresholds=relieved,
         use_deviation_thresholds=deviation,
         prod_high_thresholds=prod_high, prod_low_thresholds=prod_low,
         resource_weights=_weights(raw.get("resourceWeights"), resources, source),

@@ -9,7 +9,7 @@ pods is held against them the same way.  A node whose NodeMetric is missing or o
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from common.objects import NodeMetricView, NodeView
@@ -20,8 +20,8 @@ from .args import RebalanceArgs
 
 PROD = PriorityClass.PROD.value
 
-__all__ = ["NodeClass", "NodeLoad", "Thresholds", "above_destination", "classify", "node_loads", "over_high",
-           "thresholds"]
+__all__ = ["NodeClass", "NodeLoad", "Thresholds", "above_destination", "above_source", "classify", "node_loads",
+           "over_high", "thresholds"]
 
 
 class NodeClass(enum.StrEnum):
@@ -40,10 +40,15 @@ class Thresholds:
     prod_low: Mapping[str, float]
     prod_high: Mapping[str, float]
     destination: Mapping[str, float] = field(default_factory=dict)  # a resource not named: its high threshold
+    source: Mapping[str, float] = field(default_factory=dict)  # likewise
 
     def destination_limit(self, resource: str) -> float:
         """How full a destination may get in ``resource``."""
         return self.destination.get(resource, self.high[resource])
+
+    def source_limit(self, resource: str) -> float:
+        """How far a move must be able to bring its source down in ``resource``."""
+        return self.source.get(resource, self.high[resource])
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +104,8 @@ def thresholds(args: RebalanceArgs, loads: Sequence[NodeLoad]) -> Thresholds:
         return Thresholds(as_float, {k: float(v) for k, v in args.high_thresholds.items()},
                           {k: float(v) for k, v in args.prod_low_thresholds.items()},
                           {k: float(v) for k, v in args.prod_high_thresholds.items()},
-                          {k: float(v) for k, v in args.destination_thresholds.items()})
+                          {k: float(v) for k, v in args.destination_thresholds.items()},
+                          {k: float(v) for k, v in args.source_thresholds.items()})
     fresh = [n for n in loads if n.fresh]
 
     def around(devs: Mapping[str, int], sign: int, prod: bool) -> dict[str, float]:
@@ -107,7 +113,7 @@ def thresholds(args: RebalanceArgs, loads: Sequence[NodeLoad]) -> Thresholds:
 
     return Thresholds(around(args.low_thresholds, -1, False), around(args.high_thresholds, 1, False),
                       around(args.prod_low_thresholds, -1, True), around(args.prod_high_thresholds, 1, True),
-                      around(args.destination_thresholds, 1, False))
+                      around(args.destination_thresholds, 1, False), around(args.source_thresholds, 1, False))
 
 
 def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None = None,
@@ -119,13 +125,24 @@ def over_high(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int] | None =
     return sorted(out)
 
 
-def above_destination(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int],
-                      prod_usage: Mapping[str, int]) -> bool:
-    """Whether ``usage`` is above a destination threshold, or ``prod_usage`` above a prod high threshold: how full
-    a node may be after a move, the destination with the pod as the source without it."""
-    if any(load.percent(r, usage) > thr.destination_limit(r) for r in thr.high):
+def _above(load: NodeLoad, thr: Thresholds, limit: Callable[[str], float], usage: Mapping[str, int],
+           prod_usage: Mapping[str, int]) -> bool:
+    if any(load.percent(r, usage) > limit(r) for r in thr.high):
         return True
     return any(load.percent(r, prod_usage) > t for r, t in thr.prod_high.items())
+
+
+def above_destination(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int],
+                      prod_usage: Mapping[str, int]) -> bool:
+    """Whether a destination with ``usage`` would be too full: above a destination threshold, or ``prod_usage``
+    above a prod high threshold."""
+    return _above(load, thr, thr.destination_limit, usage, prod_usage)
+
+
+def above_source(load: NodeLoad, thr: Thresholds, usage: Mapping[str, int], prod_usage: Mapping[str, int]) -> bool:
+    """Whether a source left with ``usage`` would not be relieved enough: above a source threshold, or
+    ``prod_usage`` above a prod high threshold."""
+    return _above(load, thr, thr.source_limit, usage, prod_usage)
 
 
 def classify(load: NodeLoad, thr: Thresholds) -> NodeClass:

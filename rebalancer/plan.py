@@ -24,7 +24,7 @@ from scheduler.framework.snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 
 from .anomaly import AnomalyDetector
 from .args import RebalanceArgs
-from .classify import NodeClass, NodeLoad, Thresholds, above_destination, classify, node_loads, over_high, thresholds
+from .classify import NodeClass, NodeLoad, Thresholds, above_source, classify, node_loads, over_high, thresholds
 from .destination import Probe, Proof, closed_to, prove
 from .rank import Candidate, rank, removable
 
@@ -264,15 +264,15 @@ class Rebalancer:
     def _too_small(self, rnd: _Round, c: Candidate, source: NodeLoad, usage: Resources,
                    prod_usage: Resources) -> str:
         """Why ``c`` cannot matter for the source's excess, or "": the moves still allowed off the source this round,
-        each as big as ``c``, would leave it above its destination thresholds (the high ones unless configured
-        lower), the level a move must leave both of its nodes at.  A pod that cannot cool its node spends an
-        eviction (and its restart) on a node that stays hot, or soon is again."""
+        each as big as ``c``, would leave it above its source thresholds (the high ones unless configured lower).
+        A pod that cannot cool its node spends an eviction (and its restart) on a node that stays hot, or soon is
+        again."""
         slots = self.args.max_evictions_per_node - rnd.per_node[source.name]
         prod = c.pod.priority_class == PriorityClass.PROD
         relief = Resources({r: v * slots for r, v in c.usage.items()})
         after = usage - relief
         prod_after = prod_usage - relief if prod else prod_usage
-        if above_destination(source, rnd.probe.thresholds, after, prod_after):
+        if above_source(source, rnd.probe.thresholds, after, prod_after):
             return "too small: it (and the moves still allowed off the node) would leave the source hot"
         return ""
 

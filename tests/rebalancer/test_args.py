@@ -52,6 +52,8 @@ def test_weights_fall_back_to_one() -> None:
     (_args(destinationThresholds={"cpu": 75}), "destinationThresholds.cpu"),
     (_args(destinationThresholds={"cpu": 20}), "destinationThresholds.cpu"),
     (_args(destinationThresholds={"pods": 50}), "destinationThresholds.pods"),
+    (_args(sourceThresholds={"cpu": 75}), "sourceThresholds.cpu"),
+    (_args(sourceThresholds={"memory": "most"}), "sourceThresholds.memory"),
     (_args(maxEvictionsPercent="1%"), "maxEvictionsPercent"),
     (_args(maxEvictionsWindowSeconds=0), "maxEvictionsWindowSeconds"),
     (_args(highThreshold={"cpu": 70}), "highThreshold"),

@@ -199,17 +199,19 @@ def test_destination_thresholds_keep_the_destination_clearly_cool() -> None:
     assert _plan(c, destinationThresholds={"cpu": 50}).moves == []
 
 
-def test_a_move_must_leave_the_source_at_its_destination_thresholds_too() -> None:
+def test_a_move_must_bring_the_source_to_its_source_thresholds() -> None:
     c = Cluster(cpu=10, memory=32)
     for n in ("hot", "cool", "cool2"):
         c.node(n)
     c.pod("small", "hot", 1500)  # 70% -> 55%: below the high threshold, above 50%
     c.pod("rest", "hot", 5500, owner="")
     assert keys(_plan(c).moves) == ["default/small"]
-    plan = _plan(c, destinationThresholds={"cpu": 50})
+    plan = _plan(c, sourceThresholds={"cpu": 50})
     assert plan.moves == [] and "too small" in plan.skipped[0].why
+    # the destination thresholds bound only the destination
+    assert keys(_plan(c, destinationThresholds={"cpu": 50}).moves) == ["default/small"]
     c.pod("big", "hot", 2000)  # 90%: with two moves allowed, two pods its size would bring the node to 50%
-    two = _plan(c, destinationThresholds={"cpu": 50}, maxEvictionsPerNode=2)
+    two = _plan(c, sourceThresholds={"cpu": 50}, maxEvictionsPerNode=2)
     assert keys(two.moves) == ["default/big"]  # then, at 70%, the last move allowed must reach 50% alone
     assert "too small" in {s.pod: s.why for s in two.skipped}["default/small"]
 
