@@ -209,8 +209,8 @@ class LoadAware:
                 with _released(state, entries):  # the replacement does not see its own reservation
                     res = state.filter(est, is_prod=is_prod, is_daemonset=task.pod.is_daemonset)
                 return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
-            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.packed(
-                state.filter(est, is_prod=is_prod, is_daemonset=False, rows=rows)))
+            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.filter_packed(est, is_prod=is_prod,
+                                                                                            rows=rows))
 
             unpacked: list[LoadFilter] = []   # made when the first reason is asked for
 

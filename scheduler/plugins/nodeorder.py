@@ -19,7 +19,7 @@ other plugins' scores.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +67,7 @@ class ImageLocality:
     def __init__(self, ssn: Session) -> None:
         self.n = len(ssn.nodes)
         self.sizes: dict[str, IntArray] = {}
+        self._by_images: dict[tuple[str, ...], IntArray] = {}
         for i, nd in enumerate(ssn.nodes):
             for image in (nd.view.raw.get("status") or {}).get("images") or []:
                 try:
@@ -83,7 +84,16 @@ class ImageLocality:
         return [str(c.get("image", "")) for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]]
 
     def score(self, task: TaskInfo) -> IntArray:
-        images = self._images(task.pod)
+        """The scores of every node; they depend on the pod's images alone (the nodes' images are the session's), so
+        pods with the same images share them."""
+        images = tuple(self._images(task.pod))
+        got = self._by_images.get(images)
+        if got is None:
+            got = self._by_images[images] = self._score(images)
+            got.flags.writeable = False
+        return got
+
+    def _score(self, images: Sequence[str]) -> IntArray:
         total = np.zeros(self.n, dtype=np.int64)
         if not images or not self.n:
             return total

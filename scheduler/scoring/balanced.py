@@ -20,9 +20,41 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+# up to this many nodes (about where both forms cost the same), balance_score works row by row in Python floats
+# (the same IEEE operations in the same order): the few nodes a placement changed cost less that way than
+# through the dozens of NumPy calls of the vector form
+ROW_BY_ROW = 12
+
+
+def _balance_row(allocatable: Sequence[int], requested: Sequence[int], active: Sequence[bool]) -> int:
+    """balance_score of one node, operation for operation (a column left out adds 0.0, which changes no sum)."""
+    frac = [min(float(r) / float(a), 1.0) for a, r, on in zip(allocatable, requested, active, strict=True)
+            if on and a > 0]
+    count = len(frac)
+    if count <= 1:
+        std = 0.0
+    elif count == 2:
+        std = abs((frac[0] - frac[1]) / 2.0)
+    else:
+        total = 0.0
+        for f in frac:
+            total = total + f
+        mean = total / float(count)
+        var = 0.0
+        for f in frac:
+            d = f - mean
+            var = var + d * d
+        std = math.sqrt(var / float(count))
+    return math.trunc((1.0 - std) * 100.0)
+
+
 def balance_score(allocatable: IntArray, requested: IntArray, active: BoolArray) -> IntArray:
     """B(req, alloc) per node: int((1 - std) * 100) over kept resources (alloc > 0, active)."""
     n, k = allocatable.shape
+    if n <= ROW_BY_ROW:
+        on = active.tolist()
+        return np.array([_balance_row(a, r, on) for a, r in zip(allocatable.tolist(), requested.tolist(),
+                                                                   strict=True)], dtype=np.int64)
     kept = (allocatable > 0) & active[np.newaxis, :]
     safe = np.where(kept, allocatable, 1).astype(np.float64)
     frac = np.where(kept, np.minimum(requested.astype(np.float64) / safe, 1.0), 0.0)

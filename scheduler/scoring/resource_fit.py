@@ -161,7 +161,23 @@ def _weighted_int_mean(scores: IntArray, kept: BoolArray, weights: IntArray) -> 
     return np.where(wsum > 0, total // np.maximum(wsum, 1), 0).astype(np.int64)
 
 
+# up to this many nodes (about where both forms cost the same), least/most allocated score each node with the
+# scalar reference (the same integer arithmetic): the few nodes a placement changed cost less that way than
+# through the vector form's NumPy calls
+ROW_BY_ROW = 8
+
+
+def _row_by_row(ref: Any, allocatable: IntArray, requested: IntArray, weights: IntArray,
+                active: BoolArray) -> IntArray:
+    """``ref`` (a scalar reference) on each node's kept resources (allocatable > 0 and active)."""
+    w, on = weights.tolist(), active.tolist()
+    return np.array([ref([(a, r, wj) for a, r, wj, o in zip(alloc, req, w, on, strict=True) if o and a > 0])
+                     for alloc, req in zip(allocatable.tolist(), requested.tolist(), strict=True)], dtype=np.int64)
+
+
 def least_allocated(allocatable: IntArray, requested: IntArray, weights: IntArray, active: BoolArray) -> IntArray:
+    if allocatable.shape[0] <= ROW_BY_ROW:
+        return _row_by_row(least_allocated_ref, allocatable, requested, weights, active)
     kept = _kept(allocatable, active)
     safe = np.where(kept, allocatable, 1)
     s = np.where(requested > allocatable, 0, (safe - requested) * MAX_NODE_SCORE // safe)
@@ -169,6 +185,8 @@ def least_allocated(allocatable: IntArray, requested: IntArray, weights: IntArra
 
 
 def most_allocated(allocatable: IntArray, requested: IntArray, weights: IntArray, active: BoolArray) -> IntArray:
+    if allocatable.shape[0] <= ROW_BY_ROW:
+        return _row_by_row(most_allocated_ref, allocatable, requested, weights, active)
     kept = _kept(allocatable, active)
     safe = np.where(kept, allocatable, 1)
     s = np.minimum(requested, safe) * MAX_NODE_SCORE // safe

@@ -7,10 +7,13 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPodCache, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
+from scheduler.loadaware.evaluate import ROW_BY_ROW
 from scheduler.loadaware.profile import USAGE_THRESHOLDS_ANNOTATION
 from tests.scheduler.loadaware.helpers import GI, metric, pod, state
 
@@ -66,6 +69,9 @@ def test_filter_rounding_is_half_away_and_comparison_strict() -> None:
     assert res.mask.tolist() == [True, False, True]
     assert st.reasons(res) == {1: ["node(s) cpu usage exceed threshold"]}
     assert st.filter(e, is_prod=False, is_daemonset=True).mask.all()
+    # node by node (a few rows), the same rounding: b fails on cpu, a and c pass
+    assert st.filter_packed(e, is_prod=False, rows=np.array([0, 1, 2])).tolist() == st.packed(res).tolist()
+    assert st.packed(res).tolist()[1] != 0
 
 
 @pytest.mark.parametrize(
@@ -217,3 +223,35 @@ def test_filter_and_score_on_rows_equal_the_whole_on_those_rows_and_the_filter_p
             assert st.reasons(back) == st.reasons(whole) and back.mask.tolist() == whole.mask.tolist()
             assert st.score(e, is_prod=is_prod, rows=rows).tolist() == st.score(e, is_prod=is_prod)[rows].tolist()
     assert len({code for code in st.filter(_est(), is_prod=False, is_daemonset=False).reason_code.tolist()}) > 2
+
+
+_node = hst.tuples(hst.sampled_from([0, 4000, 96000]), hst.sampled_from([0, 8 * GI, 512 * GI]),   # allocatable
+                  hst.integers(0, 120_000), hst.integers(0, 600).map(lambda g: g * GI),           # reported usage
+                  hst.sampled_from(["fresh", "expired", "no status", "no metric"]),
+                  hst.integers(0, 100), hst.integers(0, 100))                                    # waterline caps
+
+
+@settings(max_examples=150, deadline=None)
+@given(hst.lists(_node, min_size=1, max_size=7), hst.integers(0, 40_000), hst.integers(0, 64).map(lambda g: g * GI),
+       hst.integers(0, 100), hst.integers(0, 100), hst.integers(0, 100), hst.booleans(), hst.booleans(), hst.booleans(),
+       hst.booleans(), hst.data())
+def test_a_few_rows_node_by_node_equal_the_vector_form(
+        nodes: list[tuple[int, int, int, int, str, int, int]], est_cpu: int, est_mem: int, cpu_thr: int, prod_thr: int,
+        dominant: int, is_prod: bool, score_prod: bool, schedule_expired: bool, waterline: bool,
+        data: hst.DataObject) -> None:
+    """filter_packed and score on at most ROW_BY_ROW rows (Python, node by node) equal the vector form's rows."""
+    args = parse_loadaware_args({"usageThresholds": {"cpu": cpu_thr, "memory": 90},
+                                 "prodUsageThresholds": {"cpu": prod_thr}, "dominantResourceWeight": dominant,
+                                 "scoreAccordingProdUsage": score_prod,
+                                 "enableScheduleWhenNodeMetricsExpired": schedule_expired})
+    names = [f"n{i}" for i in range(len(nodes))]
+    metrics = [metric(n, cpu_milli=cpu, memory=mem, update=1010.0 - (200 if kind == "expired" else 5),
+                      status=kind != "no status")
+               for n, (_, _, cpu, mem, kind, _, _) in zip(names, nodes, strict=True) if kind != "no metric"]
+    caps = np.array([[c, m] for *_, c, m in nodes], dtype=np.int64) if waterline else None
+    s = state(args, {n: (a, m) for n, (a, m, *_) in zip(names, nodes, strict=True)}, metrics, waterline=caps)
+    est = np.array([est_cpu, est_mem], dtype=np.int64)
+    rows = np.array(data.draw(hst.lists(hst.integers(0, len(nodes) - 1), min_size=1, max_size=ROW_BY_ROW)))
+    full = s.packed(s.filter(est, is_prod=is_prod, is_daemonset=False))
+    assert s.filter_packed(est, is_prod=is_prod, rows=rows).tolist() == full[rows].tolist()
+    assert s.score(est, is_prod=is_prod, rows=rows).tolist() == s.score(est, is_prod=is_prod)[rows].tolist()

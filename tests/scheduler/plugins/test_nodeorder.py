@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.plugins.nodeorder import normalized_image_name
-from tests.scheduler.factories import node, pod, run
+from scheduler.plugins.nodeorder import ImageLocality, normalized_image_name
+from tests.scheduler.factories import node, pod, run, session
 
 from .helpers import conf, scores
 
@@ -62,6 +62,22 @@ def test_image_locality() -> None:
     assert normalized_image_name("redis") == "redis:latest"
     assert normalized_image_name("registry:5000/redis") == "registry:5000/redis:latest"
     assert normalized_image_name("redis@sha256:ab") == "redis@sha256:ab"
+
+
+def test_image_locality_scores_kept_per_image_list() -> None:
+    """Pods with the same images share one score vector; another image list gets its own."""
+    a = node("a")
+    a["status"]["images"] = [{"names": ["nginx:1.25"], "sizeBytes": 500 * MB}]
+
+    def web(name: str, image: str) -> dict[str, Any]:
+        return pod(name, extra_spec={"containers": [{"name": "c", "image": image}]})
+
+    ssn, _ = session([a, node("b"), web("p", "nginx:1.25"), web("q", "nginx:1.25"), web("r", "redis")],
+                  conf(("nodeorder", _only(imagelocality=1))))
+    locality = ImageLocality(ssn)
+    p, q, r = (ssn.tasks[f"uid-default-{n}"] for n in "pqr")
+    assert locality.score(p) is locality.score(q) and locality.score(p).tolist() == [23, 0]
+    assert locality.score(r).tolist() == [0, 0] and not locality.score(p).flags.writeable
 
 
 def test_topology_spread_uses_the_system_defaults() -> None:

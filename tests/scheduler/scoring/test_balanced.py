@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from scheduler.scoring.balanced import balance_ref, balanced_allocation, balanced_allocation_ref
+from scheduler.scoring.balanced import (
+    ROW_BY_ROW,
+    balance_ref,
+    balance_score,
+    balanced_allocation,
+    balanced_allocation_ref,
+)
 
 
 def _run(items: list[tuple[int, int, int]], delta: bool) -> int | None:
@@ -49,3 +57,19 @@ def test_vector_matches_reference() -> None:
         for i in range(400):
             items = list(zip(alloc[i].tolist(), req[i].tolist(), pod.tolist(), strict=True))
             assert got[i] == balanced_allocation_ref(items, delta=delta)
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(-2, 9), min_size=4, max_size=4),
+                          st.lists(st.integers(-1000, 12000), min_size=4, max_size=4)), min_size=1, max_size=ROW_BY_ROW),
+       st.lists(st.booleans(), min_size=4, max_size=4))
+def test_few_nodes_row_by_row_equal_the_vector_form(rows: list[tuple[list[int], list[int]]],
+                                                    active: list[bool]) -> None:
+    """balance_score of at most ROW_BY_ROW nodes (Python floats) equals the same nodes scored among more."""
+    assert len(rows) <= ROW_BY_ROW
+    alloc = np.array([[a * 1000 for a in r[0]] for r in rows], dtype=np.int64)
+    req = np.array([r[1] for r in rows], dtype=np.int64)
+    act = np.array(active, dtype=np.bool_)
+    pad = ROW_BY_ROW + 1 - len(rows)   # the same rows among enough others to take the vector form
+    wide = balance_score(np.vstack([alloc, np.full((pad, 4), 1000)]), np.vstack([req, np.zeros((pad, 4), dtype=np.int64)]), act)
+    got = balance_score(alloc, req, act)
+    assert got.dtype == np.int64 and got.tolist() == wide[:len(rows)].tolist()

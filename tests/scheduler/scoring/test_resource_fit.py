@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from common.config import ConfigError
 from scheduler.scoring.gomath import go_div, go_round
 from scheduler.scoring.resource_fit import (
+    ROW_BY_ROW,
     ShapePoint,
     active_resources,
     least_allocated,
@@ -165,3 +168,18 @@ def test_strategy_validation_names_field(raw: dict[str, object], field: str) -> 
     with pytest.raises(ConfigError) as e:
         parse_scoring_strategy(raw)
     assert e.value.field == field
+
+
+@given(st.lists(st.tuples(st.lists(st.integers(-1, 5000), min_size=3, max_size=3),
+                          st.lists(st.integers(0, 6000), min_size=3, max_size=3)), min_size=1, max_size=ROW_BY_ROW),
+       st.lists(st.booleans(), min_size=3, max_size=3), st.lists(st.integers(1, 5), min_size=3, max_size=3))
+def test_few_nodes_row_by_row_equal_the_vector_form(rows: list[tuple[list[int], list[int]]], active: list[bool],
+                                                    weights: list[int]) -> None:
+    """Least and most allocated on at most ROW_BY_ROW nodes (scalar) equal the same nodes scored among more."""
+    alloc, req = _arr([r[0] for r in rows]), _arr([r[1] for r in rows])
+    w, act = np.array(weights, dtype=np.int64), np.array(active, dtype=np.bool_)
+    pad = ROW_BY_ROW + 1 - len(rows)   # enough other nodes to take the vector form
+    wide_alloc, wide_req = np.vstack([alloc, np.full((pad, 3), 1000)]), np.vstack([req, np.zeros((pad, 3), np.int64)])
+    for fn in (least_allocated, most_allocated):
+        got = fn(alloc, req, w, act)
+        assert got.dtype == np.int64 and got.tolist() == fn(wide_alloc, wide_req, w, act)[:len(rows)].tolist()
