@@ -60,6 +60,18 @@ def test_deviation_thresholds_sit_around_the_cluster_mean() -> None:
     assert got == {"a": NodeClass.LOW, "b": NodeClass.APPROPRIATE, "c": NodeClass.HIGH}
 
 
+def test_destination_and_source_thresholds_follow_the_mean_too_and_default_to_the_high_ones() -> None:
+    c = _cluster({"a": 20, "b": 40, "c": 60}, memory_gib=16)  # mean cpu 40%
+    snap = c.snapshot()
+    kw = {"highThresholds": {"cpu": 10}, "lowThresholds": {"cpu": 10}}
+    a = parse_rebalance_args(args(useDeviationThresholds=True, destinationThresholds={"cpu": 4},
+                                  sourceThresholds={"cpu": 6}, **kw))
+    thr = thresholds(a, node_loads(snap.nodes, snap.node_metrics, T0 + 10, a.node_metric_expiration_seconds))
+    assert (thr.destination_limit("cpu"), thr.source_limit("cpu"), thr.high["cpu"]) == (44.0, 46.0, 50.0)
+    plain = thresholds(parse_rebalance_args(args(**kw)), [])
+    assert plain.destination_limit("cpu") == plain.source_limit("cpu") == 10.0
+
+
 def test_prod_thresholds_judge_prod_usage() -> None:
     c = Cluster(cpu=10, memory=32)
     c.node("n")
