@@ -5,6 +5,7 @@ a simulated hour with node agents and waterlines - must leave every object the c
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,5 +127,7 @@ def test_a_simulated_hour_leaves_the_shared_objects_as_they_were(given: list[tup
     workload = generate(SyntheticConfig(nodes=6, hours=1, seed=3))
     (policy,) = load_policies(["loadaware-waterline"])
     rec = run(workload, policy, SimOptions(hours=1, start_hour=14, seed=3))
-    assert rec.reports > 50 and len(given) > 500
+    kinds = Counter(obj.get("kind") for obj, _ in given)
+    # the agents build only the reports a session may read; every one built reaches the shared handlers
+    assert rec.reports > 50 and kinds["NodeMetric"] >= rec.reports_built > 50 and kinds["Pod"] > 50
     assert _changed(given) == []
