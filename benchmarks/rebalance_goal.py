@@ -26,7 +26,7 @@ from typing import Any
 from sim.compare import run_seeds
 from sim.measures import Measures, measure, reduction
 from sim.policies import load_policies
-from sim.rebalance import SKIPPED
+from sim.rebalance import HELD, SKIPPED
 from sim.record import RunRecord
 from sim.run import SimOptions
 from sim.synthetic import SyntheticConfig, generate
@@ -68,6 +68,8 @@ def _row(nodes: int, seed: int, base: Measures, reb: Measures, rec: RunRecord) -
         "landed": {k: tally.get(f"landed_{k}", 0) for k in ("on_destination", "on_source", "elsewhere")},
         "destination_checks": tally.get("destination_checks", 0),
         "skipped": {k.removeprefix(SKIPPED): int(v) for k, v in tally.items() if k.startswith(SKIPPED)},
+        "rounds": int(tally.get("rounds", 0)),
+        "rounds_held": {k.removeprefix(HELD): int(v) for k, v in tally.items() if k.startswith(HELD)},
         "cpu_seconds_base": base.cpu_seconds, "cpu_seconds_rebalance": reb.cpu_seconds,
     }
 
@@ -140,6 +142,8 @@ def print_goal(doc: dict[str, Any]) -> None:
     for r in doc["cases"]:
         held = ", ".join(f"{k} {v:,}" for k, v in r["skipped"].items()) or "nothing"
         print(f"  {r['nodes']}n s{r['seed']}: {r['destination_checks']:,} destination checks; held back: {held}")
+        stopped = ", ".join(f"{k} {v:,}" for k, v in r["rounds_held"].items()) or "none"
+        print(f"    {r['rounds']:,} rounds; stopped before looking at pods: {stopped}")
     for item in doc["goal"]:
         print(f"  [{'met' if item['met'] else 'NOT met'}] {item['item']}: {item['value']} (target {item['target']})")
 

@@ -40,6 +40,7 @@ __all__ = ["RebalanceTally", "SimRebalancer", "REPEAT_WINDOW_SECONDS", "SKIPPED"
 
 REPEAT_WINDOW_SECONDS = 3600.0
 SKIPPED = "skipped: "  # the tally's key prefix of each skip kind
+HELD = "rounds held: "  # the tally's key prefix of each reason a round stopped before looking at pods
 
 
 @dataclass(slots=True)
@@ -56,6 +57,7 @@ class RebalanceTally:
     rounds: int = 0
     round_seconds: list[float] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # skip_kind -> candidates (or sources) held back
+    held: Counter[str] = field(default_factory=Counter)  # held_kind -> rounds that stopped before looking at pods
 
     def to_json(self) -> dict[str, float]:
         return {"evictions": self.evictions, "refused": self.refused, "unproven": self.unproven,
@@ -64,7 +66,8 @@ class RebalanceTally:
                 "landed_on_destination": self.landed_on_destination, "landed_on_source": self.landed_on_source,
                 "landed_elsewhere": self.landed_elsewhere, "rounds": self.rounds,
                 "round_seconds_total": round(sum(self.round_seconds), 3),
-                **{SKIPPED + kind: n for kind, n in self.skipped.most_common()}}
+                **{SKIPPED + kind: n for kind, n in self.skipped.most_common()},
+                **{HELD + kind: n for kind, n in self.held.most_common()}}
 
 
 _ARGUMENT = re.compile(r"\b(max[A-Z]\w*|\w+CooldownSeconds)\b")
@@ -76,6 +79,12 @@ def skip_kind(why: str) -> str:
     opening = why.split(":")[0].strip()
     found = _ARGUMENT.search(opening)
     return found.group(1) if found else opening
+
+
+def held_kind(note: str) -> str:
+    """Why a round stopped before looking at pods, without the numbers: ``numberOfNodes`` when too few nodes were
+    low to take load, else the round's note (``no node confirmed hot``, ``paused``)."""
+    return "numberOfNodes" if "numberOfNodes" in note else note
 
 
 def _snapshots(cluster: MemoryCluster, clock: Clock, scheduler: Any) -> Callable[[], Snapshot]:
@@ -117,6 +126,8 @@ class SimRebalancer:
         self.tally.destination_checks += result.plan.checks
         self.tally.refused += len(result.refused)
         self.tally.skipped.update(skip_kind(sk.why) for sk in result.plan.skipped)
+        if result.plan.note:
+            self.tally.held[held_kind(result.plan.note)] += 1
         self._moves = {m.pod: m for m in result.evicted}
 
     def evicted(self, key: str, index: int, t: float, ran_seconds: float, restarts_from_scratch: bool) -> None:

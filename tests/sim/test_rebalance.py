@@ -33,6 +33,9 @@ def test_rebalancer_moves_are_counted_apart_and_every_one_was_proven() -> None:
     assert tally["destination_checks"] >= tally["evictions"]
     kinds = [k for k in tally if k.startswith("skipped: ")]
     assert kinds and not any(ch.isdigit() for k in kinds for ch in k)
+    held = {k: v for k, v in tally.items() if k.startswith("rounds held: ")}
+    assert 0 < sum(held.values()) < tally["rounds"]  # some rounds stopped early, some looked at pods
+    assert not any(ch.isdigit() for k in held for ch in k)
     m = measure(rec)
     assert m.evictions_rebalancer == rec.rebalancer_evictions
     assert m.evictions == m.evictions_waterline + m.evictions_scheduler + m.evictions_rebalancer
@@ -76,3 +79,11 @@ def test_skip_kinds_name_the_argument_that_held_a_candidate_or_the_reason() -> N
     assert skip_kind("too small: it (and the moves still allowed off the node) would leave the source hot") == \
         "too small"
     assert skip_kind("no destination: 0/3 nodes are available: 3 maxSkew exceeded") == "no destination"
+
+
+def test_held_kinds_name_why_a_round_stopped_before_looking_at_pods() -> None:
+    from sim.rebalance import held_kind
+
+    assert held_kind("3 low node(s), not more than numberOfNodes (4)") == "numberOfNodes"
+    assert held_kind("no node confirmed hot") == "no node confirmed hot"
+    assert held_kind("paused") == "paused"
