@@ -144,18 +144,7 @@ def queue_usage(jobs: Iterable[JobInfo], queues: Iterable[str]) -> dict[str, Que
         u = sums.get(job.queue)
         if u is None:
             u = sums[job.queue] = _Sums()
-        allocated = job.allocated
-        _count(u.allocated, allocated)
-        pending = job.tasks_in(TaskStatus.PENDING)
-        for t in pending:
-            _count(u.pending, t.resreq)
-        if job.min_resources:
-            _add(u.inqueue, job_inqueue(job))
-            _add(u.elastic, job.elastic())
-        else:
-            _count(u.unreserved, allocated)
-        if pending and not job.is_pending():
-            _add(u.reserved, gated_request(job))
+        u.apply(_part(job), 1)
     return {name: u.usage() for name, u in sums.items()}
 
 

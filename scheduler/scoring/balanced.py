@@ -92,22 +92,8 @@ def balanced_allocation(
 
 
 def balance_ref(items: Sequence[tuple[int, int]]) -> int:
-    """Scalar B over (allocatable, requested) pairs, skipping allocatable 0."""
-    f = [min(float(r) / float(a), 1.0) for a, r in items if a > 0]
-    if len(f) <= 1:
-        std = 0.0
-    elif len(f) == 2:
-        std = abs((f[0] - f[1]) / 2)
-    else:
-        mean = 0.0
-        for x in f:
-            mean += x
-        mean /= len(f)
-        var = 0.0
-        for x in f:
-            var += (x - mean) ** 2
-        std = math.sqrt(var / len(f))
-    return int((1 - std) * 100)
+    """Scalar B over (allocatable, requested) pairs, skipping allocatable 0: the row-by-row form on one node."""
+    return _balance_row([a for a, _ in items], [r for _, r in items], [True] * len(items))
 
 
 def balanced_allocation_ref(items: Sequence[tuple[int, int, int]], *, delta: bool = True) -> int | None:
