@@ -57,7 +57,7 @@ class RebalanceTally:
     rounds: int = 0
     round_seconds: list[float] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)  # skip_kind -> candidates (or sources) held back
-    held: Counter[str] = field(default_factory=Counter)  # held_kind -> rounds that stopped before looking at pods
+    held: Counter[str] = field(default_factory=Counter)  # skip_kind -> rounds that stopped before looking at pods
 
     def to_json(self) -> dict[str, float]:
         return {"evictions": self.evictions, "refused": self.refused, "unproven": self.unproven,
@@ -70,21 +70,15 @@ class RebalanceTally:
                 **{HELD + kind: n for kind, n in self.held.most_common()}}
 
 
-_ARGUMENT = re.compile(r"\b(max[A-Z]\w*|\w+CooldownSeconds)\b")
+_ARGUMENT = re.compile(r"\b(max[A-Z]\w*|\w+CooldownSeconds|numberOfNodes)\b")
 
 
 def skip_kind(why: str) -> str:
-    """What held a candidate back, without the numbers: the argument a limit or cool-down names, else the reason's
-    opening words (``too small``, ``no destination``)."""
+    """What held a candidate (or a whole round) back, without the numbers: the argument a limit, cool-down or
+    ``numberOfNodes`` names, else the reason's opening words (``too small``, ``no destination``, ``paused``)."""
     opening = why.split(":")[0].strip()
     found = _ARGUMENT.search(opening)
     return found.group(1) if found else opening
-
-
-def held_kind(note: str) -> str:
-    """Why a round stopped before looking at pods, without the numbers: ``numberOfNodes`` when too few nodes were
-    low to take load, else the round's note (``no node confirmed hot``, ``paused``)."""
-    return "numberOfNodes" if "numberOfNodes" in note else note
 
 
 def _snapshots(cluster: MemoryCluster, clock: Clock, scheduler: Any) -> Callable[[], Snapshot]:
@@ -127,7 +121,7 @@ class SimRebalancer:
         self.tally.refused += len(result.refused)
         self.tally.skipped.update(skip_kind(sk.why) for sk in result.plan.skipped)
         if result.plan.note:
-            self.tally.held[held_kind(result.plan.note)] += 1
+            self.tally.held[skip_kind(result.plan.note)] += 1
         self._moves = {m.pod: m for m in result.evicted}
 
     def evicted(self, key: str, index: int, t: float, ran_seconds: float, restarts_from_scratch: bool) -> None:

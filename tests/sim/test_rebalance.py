@@ -82,8 +82,8 @@ def test_skip_kinds_name_the_argument_that_held_a_candidate_or_the_reason() -> N
 
 
 def test_held_kinds_name_why_a_round_stopped_before_looking_at_pods() -> None:
-    from sim.rebalance import held_kind
+    from sim.rebalance import skip_kind
 
-    assert held_kind("3 low node(s), not more than numberOfNodes (4)") == "numberOfNodes"
-    assert held_kind("no node confirmed hot") == "no node confirmed hot"
-    assert held_kind("paused") == "paused"
+    assert skip_kind("3 low node(s), not more than numberOfNodes (4)") == "numberOfNodes"
+    assert skip_kind("no node confirmed hot") == "no node confirmed hot"
+    assert skip_kind("paused") == "paused"
