@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from common.objects import PodGroupView, PodView
 
-from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, untouch
+from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
 from .memo import SessionMemo
@@ -273,7 +273,7 @@ class CarriedState:
         """The record's task (and group of one) as a session builds them from its pod, made anew in place."""
         t = rec.template
         if rec.task is not None:
-            untouch(rec.task)   # remade below without joining the watch list
+            touch_quietly(rec.task)   # remade below without joining the watch list
         task = t.task(rec.pod, rec.job_arg, rec.task)
         untouch(task, self.watch)
         rec.task = task
@@ -282,7 +282,7 @@ class CarriedState:
             priority = pc.value if pc is not None else (
                 t.spec_priority if t.spec_priority is not None else self.default_priority)
             if rec.job is not None:
-                untouch(rec.job)
+                touch_quietly(rec.job)
             job = JobInfo.single(t.job_id, t.job_name, rec.pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
                                  task, rec.job)
             assert isinstance(job, SingleJob)
