@@ -117,6 +117,15 @@ class _Round:
     budget: int | None = None  # moves this round may still plan under maxEvictionsPercent (None: no limit)
 
 
+def _pods_by_node(snapshot: Snapshot) -> dict[str, list[PodView]]:
+    """The snapshot's bound pods by node name, in snapshot order."""
+    by_node: dict[str, list[PodView]] = {}
+    for pod in snapshot.pods:
+        if pod.node_name:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    return by_node
+
+
 class Rebalancer:
     def __init__(self, args: RebalanceArgs, conf: SchedulerConf, *,
                  scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> None:
@@ -138,6 +147,8 @@ class Rebalancer:
 
     # -- the round -------------------------------------------------------------------------------------------
     def plan(self, snapshot: Snapshot, now: float) -> Plan:
+        """One round: classify the nodes, and when enough are low and some are confirmed hot, pick the moves that
+        relieve the hot ones within the eviction budget (each move proven to have a destination)."""
         args = self.args
         plan = Plan(now)
         if args.paused:
@@ -151,26 +162,33 @@ class Rebalancer:
         if low <= args.number_of_nodes:
             plan.note = f"{low} low node(s), not more than numberOfNodes ({args.number_of_nodes})"
             return plan
-        confirmed = {n.name for n in plan.nodes if n.abnormal and n.kind is NodeClass.HIGH}
-        sources = sorted((ld for ld in loads if ld.name in confirmed), key=lambda ld: -_weighted(ld, args))
+        sources = self._sources(plan, loads)
         if not sources:
             plan.note = "no node confirmed hot"
             return plan
-        shut = (NodeClass.HIGH, NodeClass.STALE, NodeClass.APPROPRIATE) if args.low_destinations_only else (
-            NodeClass.HIGH, NodeClass.STALE)
-        closed = frozenset(n for n, k in classes.items() if k in shut)
-        reserved = {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
-                    for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
-        rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr, closed,
-                                 reserved))
-        by_node: dict[str, list[PodView]] = {}
-        for pod in snapshot.pods:
-            if pod.node_name:
-                by_node.setdefault(pod.node_name, []).append(pod)
+        rnd = _Round(plan, Probe(snapshot, self.conf, self.scheduler_name, {ld.name: ld for ld in loads}, thr,
+                                 self._closed(classes), self._reserved(snapshot, now)))
+        by_node = _pods_by_node(snapshot)
         rnd.budget = self._budget(sum(len(by_node.get(n.name, ())) for n in nodes), now)
         for source in sources:
             self._relieve(rnd, source, by_node.get(source.name, []), snapshot, now)
         return plan
+
+    def _sources(self, plan: Plan, loads: Sequence[NodeLoad]) -> list[NodeLoad]:
+        """The nodes confirmed hot this round, hottest (by weighted usage) first."""
+        confirmed = {n.name for n in plan.nodes if n.abnormal and n.kind is NodeClass.HIGH}
+        return sorted((ld for ld in loads if ld.name in confirmed), key=lambda ld: -_weighted(ld, self.args))
+
+    def _closed(self, classes: Mapping[str, NodeClass]) -> frozenset[str]:
+        """The nodes no pod may move to: hot and stale ones, and with ``lowDestinationsOnly`` appropriate ones."""
+        shut = (NodeClass.HIGH, NodeClass.STALE, NodeClass.APPROPRIATE) if self.args.low_destinations_only else (
+            NodeClass.HIGH, NodeClass.STALE)
+        return frozenset(n for n, k in classes.items() if k in shut)
+
+    def _reserved(self, snapshot: Snapshot, now: float) -> dict[str, tuple[Reservation, ...]]:
+        """The live reservations of every node that carries the annotation."""
+        return {n.name: tuple(self.live_reservations(n.annotations, n.name, snapshot, now))
+                for n in snapshot.nodes if RESERVATIONS_ANNOTATION in n.annotations}
 
     def _observe(self, plan: Plan, loads: Sequence[NodeLoad], thr: Thresholds, now: float) -> dict[str, NodeClass]:
         """Classify every node, feed the anomaly detector, and report both in the plan."""

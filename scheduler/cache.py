@@ -16,6 +16,7 @@ from common.clock import Clock, parse_rfc3339
 from common.cluster import Cluster, Informer, WatchEvent
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.waterline import WaterlinePolicy
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
 
 __all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
@@ -105,8 +106,12 @@ class SchedulerCache:
         self._assumed: dict[str, _Assumed] = {}
         self._informers: list[Informer] = []
         self.parse_errors: dict[str, str] = {}
-        # counts every change of what a snapshot would hold (watch events, assumed pods coming and going)
+        # counts every change of what a snapshot would hold (watch events, assumed pods coming and going), each
+        # noted by kind and key so that a session can follow the changes since the snapshot it was built from
         self.generation = 0
+        self.changes = ChangeLog()
+        # an assumed pod as snapshots show it (its node set), made once per pod view and node
+        self._assumed_views: dict[str, tuple[PodView, str, PodView]] = {}
 
     # ---- feeding --------------------------------------------------------------------------------------------------
 
@@ -134,8 +139,8 @@ class SchedulerCache:
                 return
             key = _key(event.object)
             with self._lock:
-                self.generation += 1
                 if event.type == "DELETED":
+                    self._changed(kind, key, removed=True)
                     self._objects[kind].pop(key, None)
                     if kind == "Pod":
                         self._assumed.pop(key, None)
@@ -149,17 +154,23 @@ class SchedulerCache:
                         view = parse(event.object)
                 except ValueError as exc:
                     # a malformed object is skipped, not fatal; the previous version (if any) is dropped too
+                    self._changed(kind, key, removed=True)
                     self.parse_errors[f"{kind} {key}"] = str(exc)
                     self._objects[kind].pop(key, None)
                     # the views' messages already start with the object ("Pod ns/name: spec...")
                     log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
+                self._changed(kind, key)
                 self.parse_errors.pop(f"{kind} {key}", None)
                 self._objects[kind][key] = view
                 a = self._assumed.get(key) if kind == "Pod" else None
                 if a is not None and (view.node_name or view.terminal or (a.uid and view.uid != a.uid)):
                     del self._assumed[key]   # the watch confirmed the binding (or the pod is gone or recreated)
         return handle
+
+    def _changed(self, kind: str, key: str, removed: bool = False) -> None:
+        self.generation += 1
+        self.changes.note(kind, key, removed)
 
     # ---- assumed pods ---------------------------------------------------------------------------------------------
 
@@ -171,12 +182,12 @@ class SchedulerCache:
                 # nothing is left to assume, and an entry now would outlive the confirmation it waits for
                 return
             self._assumed[pod_key] = _Assumed(node, self.clock.monotonic() + self.assume_ttl, seen.uid)
-            self.generation += 1
+            self._changed("Pod", pod_key)
 
     def forget(self, pod_key: str) -> None:
         with self._lock:
             if self._assumed.pop(pod_key, None) is not None:
-                self.generation += 1
+                self._changed("Pod", pod_key)
 
     def unchanged_since(self, generation: int) -> bool:
         """Whether a snapshot taken now would hold what one taken at ``generation`` held: no watch event and no
@@ -193,6 +204,7 @@ class SchedulerCache:
         for k in [k for k, a in self._assumed.items() if a.deadline <= now]:
             log.info("assumed binding of %s expired without confirmation", k)
             del self._assumed[k]
+            self._changed("Pod", k)
 
     # ---- reading --------------------------------------------------------------------------------------------------
 
@@ -204,15 +216,29 @@ class SchedulerCache:
     def snapshot(self) -> Snapshot:
         with self._lock:
             self._expire()
-            pods: list[PodView] = []
-            for key, pod in self._objects["Pod"].items():
-                a = self._assumed.get(key)
-                if a is not None and not pod.node_name:
-                    pod = dataclasses.replace(pod, node_name=a.node)
-                pods.append(pod)
+            pods: dict[str, PodView] = dict(self._objects["Pod"])
+            for key, a in self._assumed.items():
+                pod = pods.get(key)
+                if pod is not None and not pod.node_name:
+                    pods[key] = self._assumed_view(key, pod, a.node)
             snap = Snapshot.build(
-                list(self._objects["Node"].values()), pods, list(self._objects["PodGroup"].values()),
+                list(self._objects["Node"].values()), pods.values(), list(self._objects["PodGroup"].values()),
                 list(self._objects["Queue"].values()), list(self._objects["PriorityClass"].values()),
                 list(self._objects["NodeMetric"].values()))
             snap.extra[WATERLINE_POLICIES_KEY] = list(self._objects["WaterlinePolicy"].values())
+            snap.pod_by_key = pods
+            snap.generation = self.generation
+            snap.changes = self.changes
             return snap
+
+    def _assumed_view(self, key: str, pod: PodView, node: str) -> PodView:
+        """``pod`` as assumed on ``node``: the same object in every snapshot while neither changes, as any other
+        pod view is (sessions follow pods by the cache's change log, and a view that changed would be noted)."""
+        hit = self._assumed_views.get(key)
+        if hit is not None and hit[0] is pod and hit[1] == node:
+            return hit[2]
+        view = dataclasses.replace(pod, node_name=node)
+        self._assumed_views[key] = (pod, node, view)
+        if len(self._assumed_views) > 2 * len(self._assumed) + 64:   # drop those of pods no longer assumed
+            self._assumed_views = {k: v for k, v in self._assumed_views.items() if k in self._assumed}
+        return view

@@ -116,18 +116,32 @@ def pod_flag(pod: PodView, key: str) -> str | None:
 class Tracked:
     """Notes that any attribute of the object was set: a session may then take over an object the previous session
     left as it is — instead of making it anew — only while nothing set anything on it since the session before
-    made it (:func:`is_untouched`, :func:`untouch`)."""
+    made it (:func:`is_untouched`, :func:`untouch`).  An object untouched with a watch list joins that list when
+    it is first touched, so whoever carries it learns which objects to make anew without looking at every one."""
 
-    __slots__ = ("_touched",)
+    __slots__ = ("_touched", "_watch")
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        object.__setattr__(self, "_touched", True)
+        if getattr(self, "_touched", True) is False:
+            _note(self)
+        else:
+            object.__setattr__(self, "_touched", True)
 
 
-def untouch(obj: Tracked | SingleJob) -> None:
-    """Clear the note: ``obj`` is as it was made."""
+def _note(obj: Tracked | SingleJob) -> None:
+    """``obj`` is touched: the first time since :func:`untouch`, it joins its watch list (if it has one)."""
+    if getattr(obj, "_touched", True) is False:
+        watch: list[Any] | None = getattr(obj, "_watch", None)
+        if watch is not None:
+            watch.append(obj)
+    object.__setattr__(obj, "_touched", True)
+
+
+def untouch(obj: Tracked | SingleJob, watch: list[Any] | None = None) -> None:
+    """Clear the note: ``obj`` is as it was made; ``watch`` (optional) is the list it joins once touched again."""
     object.__setattr__(obj, "_touched", False)
+    object.__setattr__(obj, "_watch", watch)
 
 
 def is_untouched(obj: Tracked | SingleJob) -> bool:
@@ -558,19 +572,19 @@ class SingleJob(JobInfo):
     Enqueue stamps ``schedule_start`` on every job, every session (bypassing the note, which would cost a Python
     call per job): that is not noted either way; a session taking the job over clears it again."""
 
-    __slots__ = ("_touched",)
+    __slots__ = ("_touched", "_watch")
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name != "schedule_start":
-            object.__setattr__(self, "_touched", True)
+            _note(self)
 
     def add_task(self, task: TaskInfo) -> None:
-        object.__setattr__(self, "_touched", True)
+        _note(self)
         JobInfo.add_task(self, task)
 
     def add_tasks(self, tasks: Iterable[TaskInfo]) -> None:
-        object.__setattr__(self, "_touched", True)
+        _note(self)
         JobInfo.add_tasks(self, tasks)
 
     def take_over(self, priority: int) -> bool:

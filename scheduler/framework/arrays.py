@@ -75,6 +75,23 @@ class NodeArrays:
     def __len__(self) -> int:
         return int(self.allocatable.shape[0])
 
+    def copy(self) -> NodeArrays:
+        """An independent copy of the accounting, with an empty change log and no ignored columns (what a session
+        sets for itself)."""
+        out = NodeArrays.__new__(NodeArrays)
+        out.columns = list(self.columns)
+        out.col = dict(self.col)
+        out.allocatable = self.allocatable.copy(order="F")
+        out.idle = self.idle.copy(order="F")
+        out.used = self.used.copy(order="F")
+        out.releasing = self.releasing.copy(order="F")
+        out.pipelined = self.pipelined.copy(order="F")
+        out.nonzero_requested = self.nonzero_requested.copy(order="F")
+        out.task_count = self.task_count.copy()
+        out.changes = []
+        out.fit_ignored = None
+        return out
+
     def vector(self, res: Mapping[str, int]) -> IntArray:
         vec = np.zeros(len(self.columns), dtype=np.int64)
         for name, v in res.items():

@@ -16,6 +16,7 @@ from common.resources import Resources
 
 from .api import JobInfo, NodeInfo, QueueInfo, SingleJob, TaskInfo, TaskStatus, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
+from .carried import CarriedParts, open_carried
 from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, job_priority
 from .template import TaskTemplate
@@ -84,8 +85,13 @@ def _allocatable(memo: SessionMemo, snap: Snapshot, columns: Sequence[str]) -> I
 
 
 def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_name: str) -> SessionState:
-    """The session's tasks, jobs, nodes and queues for ``snap``; with ``renewing``, the previous session's task,
-    job and node objects are made anew in place (only the session holding the memo's claim may ask for that)."""
+    """The session's tasks, jobs, nodes and queues for ``snap``; with ``renewing`` (only the session holding the
+    memo's claim may ask for that), the state carried from the previous session brought up to date by the cache's
+    changes (:mod:`.carried`), or else the previous session's task, job and node objects made anew in place."""
+    if renewing:
+        parts = open_carried(snap, memo, scheduler_name)
+        if parts is not None:
+            return _carried_state(snap, memo, parts)
     columns, found = _columns(snap, memo)
     arrays = NodeArrays(columns, _allocatable(memo, snap, columns))
     nodes = _node_infos(snap.nodes, arrays, memo, renewing)
@@ -100,6 +106,16 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     kept = builder.kept - missing_queue.keys()   # those were just given a fit error
     return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
                         jobs, tasks, missing_queue, kept)
+
+
+def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> SessionState:
+    queues = _queue_infos(snap)
+    jobs = parts.jobs
+    # a group of one is in the default queue, which always exists: only PodGroups' queues may be missing
+    missing_queue = _missing_queues({k: jobs[k] for k in snap.podgroups if k in jobs}, queues)
+    return SessionState(parts.arrays, parts.nodes, parts.node_by_name, parts.node_names,
+                        _total_allocatable(memo, snap), queues, jobs, parts.tasks, missing_queue,
+                        parts.kept - missing_queue.keys())
 
 
 def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:

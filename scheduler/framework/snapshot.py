@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.resources import Resources
 
+from .changes import ChangeLog
+
 __all__ = ["Snapshot", "WATERLINE_POLICIES_KEY", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority"]
 
 DEFAULT_QUEUE = "default"
@@ -27,6 +29,11 @@ class Snapshot:
     priority_classes: dict[str, PriorityClassView] = field(default_factory=dict)
     node_metrics: dict[str, NodeMetricView] = field(default_factory=dict)
     extra: dict[str, object] = field(default_factory=dict)   # e.g. waterline percents for loadaware
+    # from a scheduler cache: its pods by key (``pods`` is their values, in order), the generation the snapshot
+    # shows and the cache's change log, from which a session learns what changed since an earlier snapshot
+    pod_by_key: dict[str, PodView] | None = None
+    generation: int = -1
+    changes: ChangeLog | None = None
 
     @classmethod
     def build(cls, nodes: Iterable[NodeView], pods: Iterable[PodView], podgroups: Iterable[PodGroupView] = (),

@@ -19,6 +19,7 @@ from common.resources import Resources
 
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
+from .undated import UndatedGroups
 
 __all__ = ["AssignedPod", "AssignedPodCache", "Stamp", "stamped_entry", "MetricLoad", "NodeLoad", "metric_load", "node_load", "load_rows", "existing_load",
            "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION", "NodeEntries"]
@@ -159,13 +160,27 @@ class AssignedPodCache:
         self._by_node: dict[str, dict[str, AssignedPod]] = {}
         self._node_of: dict[str, str] = {}
         # per node, the group whose entries are still to be dated, and the time to date them with
-        self._undated: dict[str, tuple[NodeEntries, float]] = {}
+        self._undated: dict[str, tuple[NodeEntries, float]] | UndatedGroups = {}
+
+    @classmethod
+    def of_groups(cls, groups: Mapping[str, NodeEntries], node_of: Mapping[str, str], now: float) -> AssignedPodCache:
+        """:meth:`add_nodes` of ``groups`` (by node; no pod key in two groups, none twice in one, ``node_of`` their
+        keys' nodes) into an empty cache, without copying a group until its node is first read or changed."""
+        cache = cls()
+        cache._node_of = dict(node_of)
+        cache._undated = UndatedGroups(groups, now)
+        return cache
 
     def _date(self, node: str) -> None:
         pending = self._undated.pop(node, None)
         if pending is not None:
             group, now = pending
-            self._by_node[node].update(zip(group.by_key, group.at(now), strict=True))
+            dated = zip(group.by_key, group.at(now), strict=True)
+            pods = self._by_node.get(node)
+            if pods is None:
+                self._by_node[node] = dict(dated)
+            else:
+                pods.update(dated)
 
     def add(self, entry: AssignedPod) -> None:
         self.remove(entry.key)

@@ -18,11 +18,12 @@ import numpy.typing as npt
 from common.objects import NodeMetricView
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, AssignedPodCache, NodeEntries, load_rows, metric_load, node_load
+from .cache import AssignedPod, AssignedPodCache, MetricLoad, NodeEntries, load_rows, metric_load, node_load
 from .memo import LoadAwareMemo, NodeRows
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
-__all__ = ["EXPIRED_REASON", "LoadFilter", "NodeThresholds", "LoadAwareState", "is_expired"]
+__all__ = ["EXPIRED_REASON", "LoadFilter", "NodeThresholds", "LoadAwareState", "is_expired", "node_rows",
+           "threshold_matrices"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -71,7 +72,7 @@ def _percent(used: IntArray, allocatable: IntArray) -> IntArray:
     return (whole + (pct - whole >= 0.5)).astype(np.int64)
 
 
-def _threshold_matrices(profiles: Sequence[ThresholdProfile], names: Sequence[str]
+def threshold_matrices(profiles: Sequence[ThresholdProfile], names: Sequence[str]
                         ) -> tuple[IntArray, IntArray, BoolArray, BoolArray]:
     """Per node: the plain and prod thresholds in resource order, whether prod thresholds apply, whether the
     aggregated profile applies."""
@@ -87,6 +88,17 @@ def _threshold_matrices(profiles: Sequence[ThresholdProfile], names: Sequence[st
     for a in (plain_thr, prod_thr, prod_enabled, agg_used):
         a.flags.writeable = False
     return plain_thr, prod_thr, prod_enabled, agg_used
+
+
+def node_rows(args: LoadAwareArgs, profile: ThresholdProfile, m: MetricLoad, pods: Iterable[AssignedPod]) -> NodeRows:
+    """A node's existing load for the filter (on its profile's aggregation), prod pods and the score, from what
+    :func:`metric_load` read of its NodeMetric and its assigned pods as dated for the session."""
+    prof = profile.aggregated
+    agg = args.aggregated
+    has, packed = load_rows(m, pods, len(args.resource_names),
+                            (prof.aggregation_type, prof.duration) if prof else ("", 0.0),
+                            (agg.score_aggregation_type, agg.score_aggregated_duration))
+    return NodeRows.from_values(has, packed)
 
 
 class LoadAwareState:
@@ -107,57 +119,81 @@ class LoadAwareState:
     ) -> None:
         """``groups``: the entries ``cache`` was filled with, per node in ``node_names`` order (from ``memo``,
         which then keeps each node's rows while its group, metric and profile stay the same objects)."""
-        self.args = args
-        self.names = args.resource_names
-        self.node_names = list(node_names)
-        self.index = {name: i for i, name in enumerate(self.node_names)}
-        self.allocatable = allocatable.astype(np.int64)
-        self.cache = cache
-        self.metrics = metrics
-        n, k = len(self.node_names), len(self.names)
-        self.weights = np.array([args.resource_weights.get(r, 0) for r in self.names], dtype=np.int64)
         if memo is not None:
-            self.profiles: list[ThresholdProfile] = [memo.profile(a) for a in annotations]
+            profiles: list[ThresholdProfile] = [memo.profile(a) for a in annotations]
+            # the profiles are memoised objects: while they stay the same, so do these matrices (never written)
+            thresholds = memo.for_profiles(profiles, lambda: threshold_matrices(profiles, args.resource_names))
         else:
             base = plugin_profile(args)
-            self.profiles = [effective_profile(args, a, base) for a in annotations]
+            profiles = [effective_profile(args, a, base) for a in annotations]
+            thresholds = threshold_matrices(profiles, args.resource_names)
+        self._setup(args, node_names, {name: i for i, name in enumerate(node_names)}, allocatable, profiles,
+                    thresholds, metrics, cache, now, waterline_percent)
         self.has_metric = np.array([nm in metrics for nm in self.node_names], dtype=np.bool_)
         self.expired = np.array(
             [nm in metrics and is_expired(metrics[nm].update_time, now, args.node_metric_expiration_seconds)
              for nm in self.node_names], dtype=np.bool_)
+        n, k = len(self.node_names), len(self.names)
         self.has_status = np.zeros(n, dtype=np.bool_)
-        if memo is not None:
-            # the profiles are memoised objects: while they stay the same, so do these matrices (never written)
-            thresholds = memo.for_profiles(self.profiles, lambda: _threshold_matrices(self.profiles, self.names))
-        else:
-            thresholds = _threshold_matrices(self.profiles, self.names)
-        self.thr_plain, self.thr_prod, self.prod_enabled, self.agg_used = thresholds
-        # waterline percent per node/resource (0 = none), lowered by the margin; off without respectWaterlines
-        self.waterline_cap = np.zeros((n, k), dtype=np.int64)
-        if args.respect_waterlines and waterline_percent is not None:
-            caps = waterline_percent.astype(np.int64)
-            self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self.load_filter = np.zeros((n, k), dtype=np.int64)
         self.load_prod = np.zeros((n, k), dtype=np.int64)
         self.load_score = np.zeros((n, k), dtype=np.int64)
+        self._memo = memo
+        self._fill_rows(memo, groups)
+
+    @classmethod
+    def opened(cls, args: LoadAwareArgs, node_names: Sequence[str], index: Mapping[str, int], allocatable: IntArray,
+               profiles: Sequence[ThresholdProfile], thresholds: tuple[IntArray, IntArray, BoolArray, BoolArray],
+               metrics: Mapping[str, NodeMetricView], cache: AssignedPodCache, now: float,
+               waterline_percent: IntArray | None, known: tuple[BoolArray, BoolArray],
+               rows: tuple[BoolArray, IntArray], memo: LoadAwareMemo | None = None) -> LoadAwareState:
+        """A state from parts already derived (:mod:`scheduler.loadaware.carried`), as :meth:`__init__` derives
+        them: ``known`` is (has_metric, expired), ``rows`` (has_status, the filter, prod and score rows side by
+        side, ``[n, 3k]``); the arrays are copied where the session changes them."""
+        self = cls.__new__(cls)
+        self._setup(args, node_names, index, allocatable, profiles, thresholds, metrics, cache, now,
+                    waterline_percent)
+        self.has_metric, self.expired = known
+        has_status, packed = rows
+        k = len(self.names)
+        self.has_status = has_status.copy()
+        self.load_filter = packed[:, :k].copy()
+        self.load_prod = packed[:, k:2 * k].copy()
+        self.load_score = packed[:, 2 * k:].copy()
+        self._memo = memo
+        return self
+
+    def _setup(self, args: LoadAwareArgs, node_names: Sequence[str], index: Mapping[str, int],
+               allocatable: IntArray, profiles: Sequence[ThresholdProfile],
+               thresholds: tuple[IntArray, IntArray, BoolArray, BoolArray], metrics: Mapping[str, NodeMetricView],
+               cache: AssignedPodCache, now: float, waterline_percent: IntArray | None) -> None:
+        """What every state holds whatever made its rows."""
+        self.args = args
+        self.names = args.resource_names
+        self.node_names = list(node_names)
+        self.index = index
+        self.allocatable = allocatable.astype(np.int64)
+        self.cache = cache
+        self.metrics = metrics
+        self.weights = np.array([args.resource_weights.get(r, 0) for r in self.names], dtype=np.int64)
+        self.profiles = list(profiles)
+        self.thr_plain, self.thr_prod, self.prod_enabled, self.agg_used = thresholds
+        # waterline percent per node/resource (0 = none), lowered by the margin; off without respectWaterlines
+        self.waterline_cap = np.zeros((len(self.node_names), len(self.names)), dtype=np.int64)
+        if args.respect_waterlines and waterline_percent is not None:
+            caps = waterline_percent.astype(np.int64)
+            self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
-        self._memo = memo
         self.now = now
-        self._fill_rows(memo, groups)
 
     # ---- node rows ------------------------------------------------------------------------------------------------
 
     def _rows(self, i: int, metric: NodeMetricView, pods: Iterable[AssignedPod]) -> NodeRows:
         """The node's existing load (node_load + existing_load for the filter, prod and the score)."""
         m = metric_load(metric, self.args) if self._memo is None else self._memo.metric(metric)
-        prof = self.profiles[i].aggregated
-        agg = self.args.aggregated
-        has, packed = load_rows(m, pods, len(self.names),
-                                (prof.aggregation_type, prof.duration) if prof else ("", 0.0),
-                                (agg.score_aggregation_type, agg.score_aggregated_duration))
-        return NodeRows.from_values(has, packed)
+        return node_rows(self.args, self.profiles[i], m, pods)
 
     def _fill_rows(self, memo: LoadAwareMemo | None, groups: Sequence[NodeEntries] | None) -> None:
         """Every node's rows as the session opens (nodes without a NodeMetric keep zero rows)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import is_
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,9 @@ from scheduler.framework.memo import SessionMemo
 from .args import LoadAwareArgs
 from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, metric_load, stamped_entry
 from .profile import ThresholdProfile, effective_profile, plugin_profile
+
+if TYPE_CHECKING:
+    from .carried import CarriedNodes
 
 __all__ = ["LoadAwareMemo", "NodeRows"]
 
@@ -109,6 +112,8 @@ class LoadAwareMemo:
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
         self._thresholds: tuple[tuple[ThresholdProfile, ...], Any] | None = None
+        # every node's state as the last session opened it (scheduler.loadaware.carried)
+        self.carried_nodes: CarriedNodes | None = None
 
     @classmethod
     def of(cls, memo: SessionMemo, args: LoadAwareArgs) -> LoadAwareMemo:

@@ -45,6 +45,7 @@ from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod, assigned_pod
+from scheduler.loadaware.carried import open_carried
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
@@ -172,7 +173,6 @@ class LoadAware:
         return est
 
     def on_session_open(self, ssn: Session) -> None:
-        by_node = [[t.pod for t in n.tasks.values() if t.status not in _NOT_ASSIGNED] for n in ssn.nodes]
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
         percent = extra if isinstance(extra, np.ndarray) else None
         self.waterline_sources = []
@@ -184,9 +184,7 @@ class LoadAware:
                 percent, sources = memo.waterlines(
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
-        # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
-        state = open_state(self.args, views, chain.from_iterable(by_node), ssn.snapshot.node_metrics, ssn.now,
-                           percent, memo, by_node)
+        state = self._open_state(ssn, views, memo, percent)
         own = self._reserve_rebalanced(state, views, ssn.now)
         self.state = state
 
@@ -256,6 +254,21 @@ class LoadAware:
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))
+
+    def _open_state(self, ssn: Session, views: Sequence[NodeView], memo: LoadAwareMemo,
+                    percent: IntArray | None) -> LoadAwareState:
+        """The session's state: from what the previous session left, deriving anew only the nodes whose objects
+        changed (:mod:`scheduler.loadaware.carried`), or from every node's pods when that cannot be carried."""
+        def pods_on(i: int) -> list[PodView]:
+            return [t.pod for t in ssn.nodes[i].tasks.values() if t.status not in _NOT_ASSIGNED]
+
+        metrics = ssn.snapshot.node_metrics
+        state = open_carried(self.args, memo, views, ssn.snapshot.pods, pods_on, metrics, ssn.now, percent)
+        if state is not None:
+            return state
+        by_node = [pods_on(i) for i in range(len(ssn.nodes))]
+        # the pods, flattened only if open_state reads them one by one (it reads them node by node here)
+        return open_state(self.args, views, chain.from_iterable(by_node), metrics, ssn.now, percent, memo, by_node)
 
     def _reserve_rebalanced(self, state: LoadAwareState, views: Sequence[NodeView],
                             now: float) -> dict[str, list[AssignedPod]]:

@@ -46,6 +46,14 @@ _event = st.one_of(
     st.tuples(st.just("delete podgroup"), st.sampled_from(GROUPS)),
     st.tuples(st.just("session")),
     st.tuples(st.just("clock"), st.integers(1, 200)),
+    # changes a session follows object by object, and those that make the carried state anew
+    st.tuples(st.just("bind pod"), st.sampled_from(PODS), st.sampled_from(NODES)),
+    st.tuples(st.just("label pod"), st.sampled_from(PODS), st.sampled_from(["web", "db"])),
+    st.tuples(st.just("other pod"), st.sampled_from(PODS), st.sampled_from(["", *NODES]), st.booleans()),
+    st.tuples(st.just("gpu pod"), st.sampled_from(PODS), st.sampled_from(["", *NODES])),
+    st.tuples(st.just("gpu node"), st.sampled_from(NODES)),
+    st.tuples(st.just("priorityclass"), st.integers(0, 1000), st.booleans()),
+    st.tuples(st.just("delete priorityclass")),
 )
 
 
@@ -102,8 +110,45 @@ def _apply(event: tuple[Any, ...], cluster: MemoryCluster, clock: FakeClock, sch
         _delete(cluster, "PodGroup", event[1], "default")
     elif kind == "session":
         sched.run_once()
+    elif kind in ("bind pod", "label pod"):
+        _patch_pod(cluster, event)
+    elif kind in ("other pod", "gpu pod"):
+        _replace_pod(cluster, event)
+    elif kind == "gpu node":
+        obj = node(event[1], labels={"topology.kubernetes.io/zone": "a"})
+        obj["status"]["allocatable"]["nvidia.com/gpu"] = "2"
+        _put(cluster, "Node", obj)
+    elif kind == "priorityclass":
+        _put(cluster, "PriorityClass", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                        "metadata": {"name": "pc"}, "value": event[1], "globalDefault": event[2]})
+    elif kind == "delete priorityclass":
+        _delete(cluster, "PriorityClass", "pc")
     else:
         clock.advance(event[1])
+
+
+def _patch_pod(cluster: MemoryCluster, event: tuple[Any, ...]) -> None:
+    """A pod changed in place: bound to a node (if still pending) or relabelled."""
+    try:
+        if event[0] == "bind pod":
+            cluster.bind("default", event[1], event[2])
+        else:
+            cluster.patch("Pod", event[1], {"metadata": {"labels": {"app": event[2]}}}, namespace="default")
+    except Exception:
+        return
+
+
+def _replace_pod(cluster: MemoryCluster, event: tuple[Any, ...]) -> None:
+    """A pod of another scheduler (perhaps finished), or one asking for an extended resource."""
+    _, name, on = event[:3]
+    _delete(cluster, "Pod", name, "default")
+    if event[0] == "other pod":
+        obj = pod(name, cpu="200m", node_name=on, scheduler="someone-else",
+                  phase="Succeeded" if event[3] else None)
+    else:
+        obj = pod(name, cpu="100m", node_name=on, limits={"nvidia.com/gpu": "1"})
+        obj["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = "1"
+    cluster.create("Pod", obj)
 
 
 def _digest(ssn: Session) -> dict[str, Any]:
@@ -113,12 +158,18 @@ def _digest(ssn: Session) -> dict[str, Any]:
         "columns": a.columns,
         "arrays": [m.tolist() for m in (a.allocatable, a.idle, a.used, a.releasing, a.pipelined,
                                          a.nonzero_requested, a.task_count)],
-        "nodes": [(n.name, sorted(n.tasks)) for n in ssn.nodes],
-        "tasks": {uid: (t.job, t.status, t.node_name, dict(t.resreq), t.priority, t.preemptable, t.best_effort,
-                        t.vector.tolist()) for uid, t in ssn.tasks.items()},
-        "jobs": {uid: (j.queue, j.priority, j.phase, j.min_available, dict(j.allocated), sorted(j.tasks),
-                       j.ready_task_num(), j.pending_task_num(), j.valid_task_num(), j.may_be_unsettled(),
-                       j.preemptable, j.job_fit_error) for uid, j in ssn.jobs.items()},
+        # in order: the order of tasks, jobs and a node's tasks is the order actions meet them in
+        "nodes": [(n.name, n.index, id(n.view), list(n.tasks)) for n in ssn.nodes],
+        "node_by_name": [(k, n.index) for k, n in ssn.node_by_name.items()],
+        "tasks": [(uid, t.job, t.status, t.node_name, dict(t.resreq), t.priority, t.preemptable, t.best_effort,
+                   t.vector.tolist(), t.nonzero, t.role, t.nominated_node, t.last_fit_message, id(t.pod))
+                  for uid, t in ssn.tasks.items()],
+        "jobs": [(uid, j.queue, j.priority, j.phase, j.min_available, dict(j.allocated), list(j.tasks),
+                  {s.value: list(b) for s, b in j.index.items() if b}, j.ready_task_num(), j.pending_task_num(),
+                  j.valid_task_num(), j.waiting_task_num(), j.pending_best_effort_num(), j.may_be_unsettled(),
+                  j.preemptable, j.job_fit_error, j.creation_time, j.name, j.namespace, dict(j.fit_errors),
+                  j.unschedulable) for uid, j in ssn.jobs.items()],
+        "missing_queue": ssn.missing_queue,
         "queues": sorted(ssn.queues), "total": dict(ssn.total_resource),
     }
     prop = ssn.plugins.get("proportion")
@@ -207,3 +258,51 @@ def test_queue_usage_and_drf_shares_redo_exactly_the_jobs_not_kept() -> None:
     assert kept == {"default/podgroup-uid-default-p2"}
     assert got["proportion"] == want["proportion"] and got["drf"] == want["drf"]
     assert got == want
+
+
+def _steady(pods: int = 6) -> tuple[MemoryCluster, FakeClock, Scheduler]:
+    clock = FakeClock(T0 + 60)
+    cluster = MemoryCluster(clock=clock)
+    cluster.load([node("n0"), node("n1"), _metric("n0", 500, T0 + 50), _metric("n1", 500, T0 + 50),
+                  *(pod(f"p{i}", cpu="100m", node_name=f"n{i % 2}") for i in range(pods))])
+    sched = Scheduler(cluster, default_conf(), clock=clock)
+    sched.start()
+    sched.run_once()
+    return cluster, clock, sched
+
+
+def test_a_session_opens_from_the_carried_state_and_remakes_only_what_changed() -> None:
+    """New pods, a bound pod, a PodGroup coming: the carried state is brought up to date, not made anew; the
+    objects of the pods nothing changed are the very same, and their groups of one are kept."""
+    cluster, clock, sched = _steady()
+    carried = sched.memo.value("session.carried")
+    before = {uid: t for uid, t in carried.tasks.items()}
+    cluster.create("Pod", pod("new", cpu="100m"))
+    cluster.create("Pod", pod("member", cpu="100m", group="g0"))
+    cluster.create("PodGroup", podgroup("g0", 1, phase="Pending"))
+    sched.run_once()   # binds both
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert got == want
+    assert sched.memo.value("session.carried") is carried
+    now = carried.tasks
+    assert all(now[uid] is t for uid, t in before.items())
+    assert kept == {f"default/podgroup-uid-default-p{i}" for i in range(6)}
+    assert {"default/g0", "default/podgroup-uid-default-new"} <= {j[0] for j in got["jobs"]}
+
+
+def test_what_a_session_touched_is_made_anew_from_its_pod() -> None:
+    """A session that moves a task (evicts it, changes its status and node) and notes a message on another leaves
+    them touched; the next session remakes exactly those, and their groups of one are not kept."""
+    _, clock, sched = _steady()
+    ssn = sched.open_session(renew=True)
+    try:
+        victim = ssn.tasks["uid-default-p0"]
+        ssn.mark_releasing(victim)
+        ssn.unplace(victim)
+        ssn.tasks["uid-default-p1"].last_fit_message = "noted"
+    finally:
+        sched.memo.release(ssn)
+        ssn.release()
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert got == want
+    assert kept == {f"default/podgroup-uid-default-p{i}" for i in range(2, 6)}

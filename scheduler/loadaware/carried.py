@@ -1,0 +1,221 @@
+"""A load-aware session opened from the state the session before it left (docs/design/loadaware.md §4, §5).
+
+The per-node state a session opens with — each node's assigned-pod entries, threshold profile, estimated
+allocatable and existing-load rows — depends on that node's objects only: its view, its NodeMetric, the pods bound
+to it, and the session's time.  :class:`CarriedNodes` keeps it for every node, with the objects it came from, so
+the next session redoes only the nodes where one of them is another object: it finds them by identity (the
+snapshot's pods as a set of ids, the node views and NodeMetrics position by position, all in C loops), plus the
+nodes whose rows the new session time reads differently (vectorised).  A kept value is never changed: the next
+session's values are new arrays and dicts, so a session still reading the old ones is not disturbed.
+
+When the pods' entries cannot be held one per key (a pod key on two nodes, or twice on one: a broken snapshot),
+nothing is carried and the caller opens the state from scratch (:func:`scheduler.loadaware.snapshot.open_state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress
+from operator import is_not
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import NodeMetricView, NodeView, PodView
+
+from .args import LoadAwareArgs
+from .cache import AssignedPodCache, NodeEntries
+from .evaluate import LoadAwareState, node_rows, threshold_matrices
+from .memo import LoadAwareMemo
+from .profile import ThresholdProfile
+from .snapshot import allocatable_row
+
+__all__ = ["CarriedNodes", "open_carried"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+_Thresholds = tuple[IntArray, IntArray, BoolArray, BoolArray]
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedNodes:
+    """Every node's load-aware state as one session opened it, with the objects it was derived from (by
+    position, in node order).  Never changed once made; the arrays are read-only."""
+
+    views: tuple[NodeView, ...]
+    names: tuple[str, ...]
+    index: Mapping[str, int]
+    pods: Mapping[int, PodView]                  # the session's pods by id (held: no id is reused meanwhile)
+    metrics: tuple[NodeMetricView | None, ...]
+    has_metric: BoolArray
+    profiles: tuple[ThresholdProfile, ...]
+    thresholds: _Thresholds
+    allocatable: IntArray
+    groups: Mapping[str, NodeEntries]            # each node's assigned-pod entries, by node name
+    node_of: Mapping[str, str]                   # pod key -> node, over every group
+    has_status: BoolArray
+    rows: IntArray                               # [n, 3k]: the filter's, prod's and score's rows side by side
+    update: FloatArray                           # each NodeMetric's update time (NaN: none, or no NodeMetric)
+    then: FloatArray                             # the session time each node's rows were computed at
+    recent: FloatArray                           # its NodeMetric's update less the reporting interval (NaN: none)
+    dated: BoolArray                             # whether its rows read entries dated with the session time
+
+
+def _stale(kept: CarriedNodes, now: float) -> BoolArray:
+    """Nodes whose kept rows a session at ``now`` reads differently: entries dated with the session's time count
+    their estimate while the time is past ``recent``; rows made and read both past it (or at the same time, or
+    against a metric without an update time) are the same."""
+    then, recent = kept.then, kept.recent
+    with np.errstate(invalid="ignore"):
+        alike = (then == now) | np.isnan(recent) | ((then > recent) & (now > recent))
+    stale: BoolArray = kept.dated & ~alike
+    return stale
+
+
+def _changed(kept: CarriedNodes, views: Sequence[NodeView], pods: Mapping[int, PodView],
+             metrics: Sequence[NodeMetricView | None], now: float) -> list[int]:
+    """The positions of the nodes whose state must be derived anew (same node names, in the same order)."""
+    n = len(views)
+    out = set(compress(range(n), map(is_not, views, kept.views)))
+    out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
+    index, before = kept.index, kept.pods
+    for key in pods.keys() - before.keys():
+        i = index.get(pods[key].node_name)
+        if i is not None:
+            out.add(i)
+    for key in before.keys() - pods.keys():
+        i = index.get(before[key].node_name)
+        if i is not None:
+            out.add(i)
+    out.update(np.flatnonzero(_stale(kept, now)).tolist())
+    return sorted(out)
+
+
+class _Update:
+    """The next :class:`CarriedNodes`, made from the kept one (or from nothing) node by node."""
+
+    def __init__(self, args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView],
+                 kept: CarriedNodes | None) -> None:
+        self.args, self.memo = args, memo
+        n, k = len(views), len(args.resource_names)
+        self.views: Sequence[NodeView | None] = kept.views if kept else [None] * n
+        self.profiles: list[ThresholdProfile | None] = list(kept.profiles) if kept else [None] * n
+        self.groups = dict(kept.groups) if kept else {}
+        self.node_of = dict(kept.node_of) if kept else {}
+        self.total = len(self.node_of)
+        self.irregular = False
+        if kept is not None:
+            plain, prod, prod_enabled, agg_used = kept.thresholds
+            self.thresholds = (plain.copy(), prod.copy(), prod_enabled.copy(), agg_used.copy())
+            self.allocatable = kept.allocatable.copy()
+            self.has_status, self.rows = kept.has_status.copy(), kept.rows.copy()
+            self.has_metric = kept.has_metric.copy()
+            self.update, self.then = kept.update.copy(), kept.then.copy()
+            self.recent, self.dated = kept.recent.copy(), kept.dated.copy()
+        else:
+            self.thresholds = (np.zeros((n, k), dtype=np.int64), np.zeros((n, k), dtype=np.int64),
+                               np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.bool_))
+            self.allocatable = np.zeros((n, k), dtype=np.int64)
+            self.has_status, self.rows = np.zeros(n, dtype=np.bool_), np.zeros((n, 3 * k), dtype=np.int64)
+            self.has_metric = np.zeros(n, dtype=np.bool_)
+            self.update, self.then = np.full(n, np.nan), np.zeros(n)
+            self.recent, self.dated = np.full(n, np.nan), np.zeros(n, dtype=np.bool_)
+
+    def node(self, i: int, view: NodeView, metric: NodeMetricView | None, pods: Sequence[PodView],
+             now: float) -> None:
+        """Derive node ``i``'s state anew from its view, NodeMetric and pods."""
+        memo, names = self.memo, self.args.resource_names
+        profile = memo.profile(view.annotations)
+        if profile is not self.profiles[i]:
+            self.profiles[i] = profile
+            for mine, one in zip(self.thresholds, threshold_matrices([profile], names), strict=True):
+                mine[i] = one[0]
+        if view is not self.views[i]:
+            self.allocatable[i] = allocatable_row(view, names)
+        self._group(view.name, memo.node_entries(view.name, pods, now))
+        group = self.groups[view.name]
+        self.has_metric[i] = metric is not None
+        if metric is None:
+            self.has_status[i], self.rows[i], self.dated[i], self.update[i] = False, 0, False, np.nan
+            return
+        m = memo.metric(metric)
+        rows = node_rows(self.args, profile, m, group.at(now))
+        self.has_status[i], self.rows[i] = rows.has_status, rows.values
+        self.then[i], self.dated[i] = now, group.dated is not None
+        self.recent[i] = np.nan if m.update is None else m.update - m.interval
+        self.update[i] = np.nan if metric.update_time is None else metric.update_time
+
+    def _group(self, name: str, group: NodeEntries) -> None:
+        old = self.groups.get(name)
+        if old is not None:
+            self.total -= len(old.entries)
+            for key in old.by_key:
+                if self.node_of.get(key) == name:
+                    del self.node_of[key]
+        self.groups[name] = group
+        self.total += len(group.entries)
+        self.node_of.update(group.node_of)
+        if group.entries and not group.by_key:
+            self.irregular = True
+
+    def done(self, views: Sequence[NodeView], names: tuple[str, ...], index: Mapping[str, int],
+             pods: Mapping[int, PodView], metrics: Sequence[NodeMetricView | None]) -> CarriedNodes | None:
+        """The new state, or None when its entries are not one per pod key."""
+        if self.irregular or self.total != len(self.node_of):
+            return None
+        arrays = (*self.thresholds, self.allocatable, self.has_metric, self.has_status, self.rows, self.update, self.then,
+                  self.recent, self.dated)
+        for a in arrays:
+            a.flags.writeable = False
+        profiles = tuple(p for p in self.profiles if p is not None)
+        if len(profiles) != len(views):
+            raise ValueError("a node's threshold profile was not derived")   # every node is derived when new
+        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, profiles,
+                            self.thresholds, self.allocatable, self.groups, self.node_of,
+                            self.has_status, self.rows, self.update, self.then, self.recent, self.dated)
+
+
+def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
+                pods_on: Callable[[int], Sequence[PodView]], metrics: Mapping[str, NodeMetricView],
+                now: float) -> CarriedNodes | None:
+    """The nodes' state at ``now``, from what ``memo`` carried (kept there for the next session); ``pods_on(i)``:
+    the pods bound to node ``i`` as the session counts them, asked only for the nodes derived anew.  None (and
+    nothing kept) when the state cannot be carried (see the module's docstring)."""
+    names = tuple(v.name for v in views)
+    by_id = dict(zip(map(id, pods), pods, strict=True))
+    on_node = tuple(map(metrics.get, names))
+    kept = memo.carried_nodes
+    if kept is not None and kept.names != names:
+        kept = None
+    if kept is None:
+        index: Mapping[str, int] = {name: i for i, name in enumerate(names)}
+        memo.forget_nodes_except(names)
+    else:
+        index = kept.index
+    changed = range(len(views)) if kept is None else _changed(kept, views, by_id, on_node, now)
+    update = _Update(args, memo, views, kept)
+    for i in changed:
+        update.node(i, views[i], on_node[i], pods_on(i), now)
+    made = update.done(views, names, index, by_id, on_node) if len(index) == len(names) else None
+    memo.carried_nodes = made
+    return made
+
+
+def open_carried(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
+                 pods_on: Callable[[int], Sequence[PodView]], metrics: Mapping[str, NodeMetricView], now: float,
+                 waterline_percent: IntArray | None = None) -> LoadAwareState | None:
+    """The session's load-aware state, as :func:`~scheduler.loadaware.snapshot.open_state` makes it, from the
+    nodes' carried state (:func:`carry_nodes`); None when it cannot be carried."""
+    nodes = carry_nodes(args, memo, views, pods, pods_on, metrics, now)
+    if nodes is None:
+        return None
+    has_metric = nodes.has_metric
+    exp = args.node_metric_expiration_seconds
+    with np.errstate(invalid="ignore"):
+        expired = has_metric & (np.isnan(nodes.update) | ((exp > 0) & (now - nodes.update >= exp)))
+    cache = AssignedPodCache.of_groups(nodes.groups, nodes.node_of, now)
+    return LoadAwareState.opened(args, nodes.names, nodes.index, nodes.allocatable, nodes.profiles, nodes.thresholds,
+                                 metrics, cache, now, waterline_percent, (has_metric, expired),
+                                 (nodes.has_status, nodes.rows), memo)
