@@ -29,8 +29,9 @@ from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
-from scheduler.scoring.balanced import balanced_allocation
-from scheduler.scoring.inputs import scoring_inputs
+from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
+from scheduler.scoring.balanced import balance_ref, balanced_allocation
+from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy
 
@@ -114,6 +115,9 @@ def _balanced_scorer(ssn: Session) -> Scorer:
 
     def score(task: TaskInfo) -> IntArray:
         def compute(rows: IntArray | None) -> IntArray:
+            if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
+                return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
+                                                   arr.used, arr.nonzero_requested, rows.tolist(), non_zero=False))
             sel = slice(None) if rows is None else rows
             alloc, node_req, pod_vec, active = scoring_inputs(
                 BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
@@ -122,6 +126,16 @@ def _balanced_scorer(ssn: Session) -> Scorer:
             return np.zeros(alloc.shape[0], dtype=np.int64) if out is None else out
         return memo.get(task.pod.requests, compute)
     return score
+
+
+def _balanced_rows(rows: RowInputs) -> IntArray:
+    """``balanced_allocation(..., delta=False)`` of a few nodes with the scalar reference (0 for a pod requesting
+    none of the resources), as the vector form's row-by-row path computes them."""
+    pod, on = rows.pod_request, rows.active
+    if not any(p != 0 for p, o in zip(pod, on, strict=True) if o):
+        return np.zeros(len(rows.allocatable), dtype=np.int64)
+    return np.array([balance_ref([(a, r + p) for a, r, p, o in zip(alloc, req, pod, on, strict=True) if o])
+                     for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
 class NodeOrder:
