@@ -35,6 +35,7 @@ __all__ = [
     "task_status_of",
     "Tracked",
     "untouch",
+    "touch_quietly",
     "is_untouched",
     "TaskInfo",
     "JobInfo",
@@ -123,10 +124,8 @@ class Tracked:
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if getattr(self, "_touched", True) is False:
+        if getattr(self, "_touched", True) is False:   # an object never untouched counts as touched
             _note(self)
-        else:
-            object.__setattr__(self, "_touched", True)
 
 
 def _note(obj: Tracked | SingleJob) -> None:
@@ -135,6 +134,11 @@ def _note(obj: Tracked | SingleJob) -> None:
         watch: list[Any] | None = getattr(obj, "_watch", None)
         if watch is not None:
             watch.append(obj)
+        object.__setattr__(obj, "_touched", True)
+
+
+def touch_quietly(obj: Tracked | SingleJob) -> None:
+    """Mark ``obj`` touched without joining its watch list: for whoever is about to make it anew in place."""
     object.__setattr__(obj, "_touched", True)
 
 
@@ -576,7 +580,7 @@ class SingleJob(JobInfo):
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if name != "schedule_start":
+        if name != "schedule_start" and getattr(self, "_touched", True) is False:
             _note(self)
 
     def add_task(self, task: TaskInfo) -> None:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from common.objects import PodGroupView, PodView
 
-from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, untouch
+from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
 from .memo import SessionMemo
@@ -97,6 +97,7 @@ class CarriedState:
         self.session_arrays: NodeArrays | None = None   # the copy the last session got, with its change log
         self.dirty_rows: set[int] = set()   # rows whose base task map changed since the session copies were made
         self.fresh: set[str] = set()        # groups of one made (anew) while opening this session
+        self.redo: dict[int, _Pod] = {}     # while opening: pods whose objects the last session touched
         self.seq = 0
         self.vectors = memo.table("session.vectors")
         if memo.value("session.columns") != self.columns:
@@ -144,7 +145,8 @@ class CarriedState:
         they cannot be applied one object at a time)."""
         self.vectors = memo.table("session.vectors")
         self.fresh = set()
-        self._roll_back()
+        self.redo = {}
+        self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
         for key in changes.get("PodGroup", {}):
             if key in snap.podgroups and key not in self.podgroup_keys:
@@ -152,12 +154,14 @@ class CarriedState:
             elif key in self.podgroup_keys and key not in snap.podgroups:
                 self._podgroup_went(key)
         self._update_pods(snap, changes.get("Pod", {}))
+        for rec in list(self.redo.values()):
+            self._make(rec)
         self._check_columns()
         if self.reorder:
             self.tasks = {}
             for rec in self.pods.values():
                 if rec.job_arg and rec.task is not None:
-                    self.tasks[rec.task.uid] = rec.task
+                    self.tasks[rec.template.uid] = rec.task
             self.reorder = False
         self.generation = snap.generation
 
@@ -171,7 +175,7 @@ class CarriedState:
             rec.job_arg = key
             self._make(rec)
             assert rec.task is not None
-            members[rec.task.uid] = rec.task
+            members[rec.template.uid] = rec.task
             self.reorder = True
 
     def _podgroup_went(self, key: str) -> None:
@@ -186,7 +190,7 @@ class CarriedState:
             rec.job_arg = ""
             self._make(rec)
             assert rec.task is not None
-            del self.tasks[rec.task.uid]
+            del self.tasks[rec.template.uid]
 
     def _check_columns(self) -> None:
         names: set[str] = set()
@@ -197,19 +201,17 @@ class CarriedState:
 
     # ---- what the last session did --------------------------------------------------------------------------------
 
-    def _roll_back(self) -> None:
-        """Make every carried task and group of one the last session touched anew from its pod, and give the node
-        rows whose task maps it changed their carried maps again."""
+    def _touched(self) -> None:
+        """Note the pods whose task or group of one the last session touched (:attr:`redo`: made anew from the pod
+        by the end of :meth:`update`, when a change of the pod does not do it first), and the node rows whose task
+        maps it changed (given their carried maps again)."""
         watched = list(self.watch)
         self.watch.clear()   # the same list: every carried object joins it when touched
-        redo: dict[int, _Pod] = {}
         for obj in watched:
             rec = self.by_uid.get(obj.uid) if isinstance(obj, TaskInfo) else self.by_job.get(obj.uid)
             if rec is None or (rec.task is not obj and rec.job is not obj):
                 raise Rebuild("a touched object is no longer carried")
-            redo[id(rec)] = rec
-        for rec in redo.values():
-            self._make(rec)
+            self.redo[id(rec)] = rec
         if self.session_arrays is not None:
             self.dirty_rows.update(self.session_arrays.changes)
 
@@ -261,19 +263,20 @@ class CarriedState:
         task = rec.task
         assert task is not None
         if joins:
-            self.grouped.setdefault(t.job_id, {})[task.uid] = task
+            self.grouped.setdefault(t.job_id, {})[t.uid] = task
         elif rec.job is not None:
             self.single_jobs[t.job_id] = rec.job
             self.by_job[t.job_id] = rec
         if rec.job_arg:
-            self.tasks[task.uid] = task
+            self.tasks[t.uid] = task
         self._place(rec)
 
     def _make(self, rec: _Pod) -> None:
         """The record's task (and group of one) as a session builds them from its pod, made anew in place."""
         t = rec.template
+        self.redo.pop(id(rec), None)
         if rec.task is not None:
-            untouch(rec.task)   # remade below without joining the watch list
+            touch_quietly(rec.task)   # remade below without joining the watch list
         task = t.task(rec.pod, rec.job_arg, rec.task)
         untouch(task, self.watch)
         rec.task = task
@@ -282,7 +285,7 @@ class CarriedState:
             priority = pc.value if pc is not None else (
                 t.spec_priority if t.spec_priority is not None else self.default_priority)
             if rec.job is not None:
-                untouch(rec.job)
+                touch_quietly(rec.job)
             job = JobInfo.single(t.job_id, t.job_name, rec.pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
                                  task, rec.job)
             assert isinstance(job, SingleJob)
@@ -306,6 +309,7 @@ class CarriedState:
             self._place(rec)
 
     def _drop(self, key: str, rec: _Pod) -> None:
+        self.redo.pop(id(rec), None)
         self._unplace(rec)
         self._count(rec.template.names, -1)
         del self.pods[key]
@@ -340,11 +344,12 @@ class CarriedState:
         task = rec.task
         here = self.on_node[row]
         if here and self.by_uid[next(reversed(here))].seq > rec.seq:
-            ordered = sorted([*here.values(), task], key=lambda x: self.by_uid[x.uid].seq)
+            here[t.uid] = task
+            ordered = sorted(here.items(), key=lambda item: self.by_uid[item[0]].seq)
             here.clear()
-            here.update((x.uid, x) for x in ordered)
+            here.update(ordered)
         else:
-            here[task.uid] = task
+            here[t.uid] = task
         if self.batch is None:
             self.base.add(row, t.vector, t.status, t.nonzero)
         else:
