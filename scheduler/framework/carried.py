@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from common.objects import PodGroupView, PodView
 
-from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
+from .api import GroupJob, JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
 from .memo import SessionMemo
@@ -91,7 +91,8 @@ class CarriedState:
         # this scheduler's pods naming a PodGroup, by job and pod key, whether the PodGroup exists or not
         self.by_group: dict[str, dict[str, _Pod]] = {}
         self.reorder = False   # tasks joined the session's tasks out of the pods' order
-        self.podgroup_jobs: dict[str, JobInfo] = {}
+        self.podgroup_jobs: dict[str, GroupJob] = {}
+        self.dirty_groups: set[str] = set()   # PodGroup jobs to make anew: their PodGroup or members changed
         self.name_counts: dict[frozenset[str], int] = {}
         self.watch: list[Any] = []          # carried tasks and jobs touched since they were made
         self.session_arrays: NodeArrays | None = None   # the copy the last session got, with its change log
@@ -153,6 +154,8 @@ class CarriedState:
                 self._podgroup_came(key)
             elif key in self.podgroup_keys and key not in snap.podgroups:
                 self._podgroup_went(key)
+            else:
+                self.dirty_groups.add(key)
         self._update_pods(snap, changes.get("Pod", {}))
         for rec in list(self.redo.values()):
             self._make(rec)
@@ -170,6 +173,7 @@ class CarriedState:
         if key in self.single_jobs:
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
         self.podgroup_keys.add(key)
+        self.dirty_groups.add(key)
         members = self.grouped[key] = {}
         for rec in self.by_group.get(key, {}).values():
             rec.job_arg = key
@@ -208,6 +212,11 @@ class CarriedState:
         watched = list(self.watch)
         self.watch.clear()   # the same list: every carried object joins it when touched
         for obj in watched:
+            if isinstance(obj, GroupJob):
+                if self.podgroup_jobs.get(obj.uid) is not obj:
+                    raise Rebuild("a touched PodGroup job is no longer carried")
+                self.dirty_groups.add(obj.uid)
+                continue
             rec = self.by_uid.get(obj.uid) if isinstance(obj, TaskInfo) else self.by_job.get(obj.uid)
             if rec is None or (rec.task is not obj and rec.job is not obj):
                 raise Rebuild("a touched object is no longer carried")
@@ -280,6 +289,8 @@ class CarriedState:
         task = t.task(rec.pod, rec.job_arg, rec.task)
         untouch(task, self.watch)
         rec.task = task
+        if rec.job_arg and rec.job is None:   # a PodGroup's member
+            self.dirty_groups.add(rec.job_arg)
         if rec.job_arg and not t.grouped and t.job_id not in self.podgroup_keys:
             pc = self.classes.get(t.priority_class_name)
             priority = pc.value if pc is not None else (
@@ -322,8 +333,8 @@ class CarriedState:
             del self.single_jobs[t.job_id]
             del self.by_job[t.job_id]
         members = self.grouped.get(t.job_id)
-        if members is not None:
-            members.pop(t.uid, None)
+        if members is not None and members.pop(t.uid, None) is not None:
+            self.dirty_groups.add(t.job_id)
         named = self.by_group.get(t.job_id)
         if named is not None and named.pop(key, None) is not None and not named:
             del self.by_group[t.job_id]
@@ -408,25 +419,32 @@ class CarriedState:
         self.dirty_rows.clear()
         self.session_arrays = arrays
         jobs: dict[str, JobInfo] = {}
+        dirty = self.dirty_groups
+        carried = self.podgroup_jobs
         for key, pg in snap.podgroups.items():
-            jobs[key] = self._podgroup_job(pg, snap)
+            job = carried.get(key)
+            jobs[key] = self._podgroup_job(pg, snap) if job is None or key in dirty else job
+        dirty.clear()
         for key in jobs.keys() & self.single_jobs.keys():
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
         jobs.update(self.single_jobs)
         return arrays, jobs, dict(self.tasks)
 
-    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> JobInfo:
+    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> GroupJob:
+        """The PodGroup's job as a session builds it, with its members in the pods' order, made anew in place."""
         args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
                 pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
                 pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
         job = self.podgroup_jobs.get(pg.key)
         if job is None:
-            job = self.podgroup_jobs[pg.key] = JobInfo(*args)
+            job = self.podgroup_jobs[pg.key] = GroupJob(*args)
         else:
+            touch_quietly(job)   # made anew below without joining the watch list
             job.renew(*args)
         members = self.grouped.get(pg.key)
         if members:
             job.add_tasks(members.values())
+        untouch(job, self.watch)
         return job
 
 
