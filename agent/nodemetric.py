@@ -32,7 +32,7 @@ from common.kinds import kind_info
 from common.objects import PodMetricView, PodsMetric, reported_pod_metric
 from common.qos import koord_qos, pod_priority_class
 from common.quantity import format_bytes, format_milli
-from common.resources import CPU, MEMORY, cap_quantity
+from common.resources import CPU, MAX_QUANTITY, MEMORY, cap_quantity
 
 __all__ = [
     "USAGE_WITHOUT_PAGE_CACHE",
@@ -394,14 +394,25 @@ class UsageStore:
 
 def resource_map(cpu_cores: float | None, memory_bytes: float | None) -> dict[str, Any]:
     """A ResourceMap (``{"resources": {...}}``): cpu as truncated millis, memory as truncated bytes."""
-    resources: dict[str, str] = {}
+    return {"resources": _reported(cpu_cores, memory_bytes)[0]}
+
+
+def _reported(cpu_cores: float | None, memory_bytes: float | None) -> tuple[dict[str, str], dict[str, int]]:
+    """The ``resources`` of :func:`resource_map` and what parsing them gives (the same truncated numbers, zeros
+    left out, within a quantity's bounds), both from one truncation: a typed reader takes the second as is."""
+    texts: dict[str, str] = {}
+    usage: dict[str, int] = {}
     if cpu_cores is not None:
         millis = int(cpu_cores * 1000)
-        resources["cpu"] = f"{millis}m" if millis % 1000 else format_milli(millis)
+        texts[CPU] = f"{millis}m" if millis % 1000 else format_milli(millis)
+        if millis:
+            usage[CPU] = millis if -MAX_QUANTITY <= millis <= MAX_QUANTITY else cap_quantity(millis)
     if memory_bytes is not None:
         n = int(memory_bytes)
-        resources["memory"] = str(n) if n % 1024 else format_bytes(n)
-    return {"resources": resources}
+        texts[MEMORY] = str(n) if n % 1024 else format_bytes(n)
+        if n:
+            usage[MEMORY] = n if -MAX_QUANTITY <= n <= MAX_QUANTITY else cap_quantity(n)
+    return texts, usage
 
 
 _POD_ORDER = attrgetter("namespace", "name")  # podsMetric is sorted by namespace, then name
@@ -450,8 +461,8 @@ def build_nodemetric_status(
 
     The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
     rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).  ``typed``: the
-    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry, for a reader
-    in the same process (the simulator's scheduler), which then need not parse the entries back.
+    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry and the node's
+    usage, for a reader in the same process (the simulator's scheduler), which then need not parse them back.
     """
     start = now - float(policy.window_seconds)
     node_memory = store.node_memory_series()
@@ -479,8 +490,9 @@ def build_nodemetric_status(
     aggregated, aggregated_system = _aggregated(
         store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY)
     )
+    node_texts, node_usage = _reported(averages[0], averages[1])
     node_metric: dict[str, Any] = {
-        "nodeUsage": resource_map(averages[0], averages[1]),
+        "nodeUsage": {"resources": node_texts},
         "aggregatedNodeUsages": aggregated,
         "systemUsage": resource_map(averages[2], averages[3]),
         "aggregatedSystemUsages": aggregated_system,
@@ -491,34 +503,22 @@ def build_nodemetric_status(
         cpu, mem = averages[2 * k], averages[2 * k + 1]
         if cpu is None and mem is None:
             continue
+        texts, usage = _reported(cpu, mem)
         pods_metric.append(
             {
                 "namespace": meta.namespace,
                 "name": meta.name,
-                "podUsage": resource_map(cpu, mem),
+                "podUsage": {"resources": texts},
                 "priority": meta.priority,
                 "qos": meta.qos,
             }
         )
         if typed:
-            views.append(reported_pod_metric(meta.namespace, meta.name, _usage(cpu, mem), meta.priority, meta.qos))
-    reported = PodsMetric(pods_metric, tuple(views)) if typed else pods_metric
+            views.append(reported_pod_metric(meta.namespace, meta.name, usage, meta.priority, meta.qos))
+    reported = pods_metric
+    if typed:
+        reported = PodsMetric(pods_metric, tuple(views), (node_texts, node_usage))
     return {"updateTime": _time_text(int(now)), "nodeMetric": node_metric, "podsMetric": reported}
-
-
-def _usage(cpu_cores: float | None, memory_bytes: float | None) -> dict[str, int]:
-    """What parsing ``resource_map(cpu_cores, memory_bytes)["resources"]`` gives: the same truncated numbers, the
-    zeros left out."""
-    usage: dict[str, int] = {}
-    if cpu_cores is not None:
-        millis = int(cpu_cores * 1000)
-        if millis:
-            usage[CPU] = cap_quantity(millis)
-    if memory_bytes is not None:
-        n = int(memory_bytes)
-        if n:
-            usage[MEMORY] = cap_quantity(n)
-    return usage
 
 
 def nodemetric_object(node_name: str, policy: MetricCollectPolicy, status: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
 from common.podshape import check_pod, check_strings
-from common.podspec import pod_limits, pod_requests
-from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class, qos_class
+from common.podspec import pod_resources
+from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
 
 __all__ = [
@@ -295,9 +295,7 @@ class PodView:
         where = f"Pod {ns}/{name}"
         try:
             check_pod(obj)
-            requests = pod_requests(obj)
-            nonzero = pod_requests(obj, non_zero=True)
-            limits = pod_limits(obj)
+            resources = pod_resources(obj)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         owner_kind = ""
@@ -307,6 +305,7 @@ class PodView:
                 break
         ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
         prio = spec.get("priority")
+        koord = koord_qos(obj, resources.qos)
         return cls(
             namespace=ns,
             name=name,
@@ -318,12 +317,12 @@ class PodView:
             priority=_integer(prio, 0, f"{where}: spec.priority"),
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
             scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
-            qos=qos_class(obj),
-            koord_qos=koord_qos(obj),
-            priority_class=pod_priority_class(obj),
-            requests=requests,
-            nonzero_requests=nonzero,
-            limits=limits,
+            qos=resources.qos,
+            koord_qos=koord,
+            priority_class=pod_priority_class(obj, koord),
+            requests=resources.requests,
+            nonzero_requests=resources.nonzero_requests,
+            limits=resources.limits,
             owner_kind=owner_kind,
             creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
             start_time=_time(status.get("startTime"), f"{where}: status.startTime"),
@@ -377,13 +376,20 @@ class PodsMetric(list[dict[str, Any]]):
     """``status.podsMetric`` handed over by a writer in the same process: the entries (plain API data to every
     reader) with the :class:`PodMetricView` of each, in order, which :meth:`NodeMetricView.parse` takes as they are
     instead of parsing the entries back.  Made only by a writer that derives both from the same numbers (the node
-    agent's builder, ``typed=True``); like every stored object it is never changed in place."""
+    agent's builder, ``typed=True``); like every stored object it is never changed in place.
 
-    __slots__ = ("views",)
+    ``node_usage``: the ``nodeUsage.resources`` map written in the same status and the quantities its text parses
+    back to (non-zero, within bounds; the view's from now on, as a :class:`Resources`).  The parser takes them only
+    while the status it reads holds that very map (a status merged or copied into new maps is parsed from its
+    text)."""
 
-    def __init__(self, entries: list[dict[str, Any]], views: tuple[PodMetricView, ...]) -> None:
+    __slots__ = ("views", "node_usage")
+
+    def __init__(self, entries: list[dict[str, Any]], views: tuple[PodMetricView, ...],
+                 node_usage: tuple[Mapping[str, Any], dict[str, int]] | None = None) -> None:
         super().__init__(entries)
         self.views = views
+        self.node_usage = None if node_usage is None else (node_usage[0], Resources._trusted(node_usage[1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +420,7 @@ class NodeMetricView:
         return cls(
             name,
             _time(status.get("updateTime"), f"{where}: status.updateTime"),
-            _node_usage(nm, where),
+            _node_usage(nm, where, status.get("podsMetric")),
             _aggregated_usages(nm, where),
             _pods_metric(status.get("podsMetric"), where),
             _integer(policy.get("aggregateDurationSeconds") or None, 300,
@@ -427,9 +433,12 @@ class NodeMetricView:
         )
 
 
-def _node_usage(nm: Mapping[str, Any], where: str) -> Resources:
-    """``status.nodeMetric.nodeUsage.resources``."""
+def _node_usage(nm: Mapping[str, Any], where: str, pods: Any) -> Resources:
+    """``status.nodeMetric.nodeUsage.resources``; as handed over (:class:`PodsMetric`) when the status still holds
+    the very map its writer built along with it."""
     raw_usage = _map(nm.get("nodeUsage"), f"{where}: status.nodeMetric.nodeUsage").get("resources")
+    if type(pods) is PodsMetric and pods.node_usage is not None and pods.node_usage[0] is raw_usage:
+        return pods.node_usage[1]
     usage = Resources.parse_texts(raw_usage)
     return usage if usage is not None else Resources.parse(raw_usage, field=f"{where}: nodeUsage")
 

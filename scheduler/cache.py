@@ -10,7 +10,7 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from common.clock import Clock, parse_rfc3339
 from common.cluster import Cluster, Informer, WatchEvent
@@ -22,6 +22,7 @@ from scheduler.framework.snapshot import WATERLINE_POLICIES_KEY, Snapshot
 __all__ = ["SchedulerCache", "WATCHED_KINDS", "ASSUME_TTL_SECONDS"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # A successful binding is assumed until the watch shows it (or shows the pod gone, or a new pod under that name):
 # like kube-scheduler (durationToExpireAssumedPod = 0) it never expires by time, because a late watch - informer
@@ -112,6 +113,9 @@ class SchedulerCache:
         self.changes = ChangeLog()
         # an assumed pod as snapshots show it (its node set), made once per pod view and node
         self._assumed_views: dict[str, tuple[PodView, str, PodView]] = {}
+        # per kind, the changes noted so far, and values derived from its objects at some count (see _derived)
+        self._kind_generation = dict.fromkeys(WATCHED_KINDS, 0)
+        self._derivations: dict[str, tuple[int, Any]] = {}
 
     # ---- feeding --------------------------------------------------------------------------------------------------
 
@@ -170,6 +174,7 @@ class SchedulerCache:
 
     def _changed(self, kind: str, key: str, removed: bool = False) -> None:
         self.generation += 1
+        self._kind_generation[kind] += 1
         self.changes.note(kind, key, removed)
 
     # ---- assumed pods ---------------------------------------------------------------------------------------------
@@ -221,15 +226,29 @@ class SchedulerCache:
                 pod = pods.get(key)
                 if pod is not None and not pod.node_name:
                     pods[key] = self._assumed_view(key, pod, a.node)
+            # what Snapshot.build derives from the nodes and NodeMetrics, kept until one of them changes
+            ready = self._derived("Node", lambda: Snapshot.build(self._objects["Node"].values(), ()).nodes)
+            metrics = self._derived("NodeMetric", lambda: {m.name: m for m in self._objects["NodeMetric"].values()})
             snap = Snapshot.build(
-                list(self._objects["Node"].values()), pods.values(), list(self._objects["PodGroup"].values()),
-                list(self._objects["Queue"].values()), list(self._objects["PriorityClass"].values()),
-                list(self._objects["NodeMetric"].values()))
+                (), pods.values(), list(self._objects["PodGroup"].values()), list(self._objects["Queue"].values()),
+                list(self._objects["PriorityClass"].values()))
+            snap.nodes = list(ready)
+            snap.node_metrics = dict(metrics)
             snap.extra[WATERLINE_POLICIES_KEY] = list(self._objects["WaterlinePolicy"].values())
             snap.pod_by_key = pods
             snap.generation = self.generation
             snap.changes = self.changes
             return snap
+
+    def _derived(self, kind: str, derive: Callable[[], T]) -> T:
+        """``derive()`` of the objects of ``kind``, made again only after one of them changed."""
+        hit = self._derivations.get(kind)
+        if hit is not None and hit[0] == self._kind_generation[kind]:
+            value: T = hit[1]
+            return value
+        value = derive()
+        self._derivations[kind] = (self._kind_generation[kind], value)
+        return value
 
     def _assumed_view(self, key: str, pod: PodView, node: str) -> PodView:
         """``pod`` as assumed on ``node``: the same object in every snapshot while neither changes, as any other

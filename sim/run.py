@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from agent.nodemetric import MetricCollectPolicy, PodMeta
-from agent.qos.state import ContainerState, PodState
+from agent.qos.state import ContainerState, PodState, at_usage
 from common.clock import FakeClock, to_rfc3339
 from common.cluster import NotFound
 from common.cluster.memory import MemoryCluster
@@ -148,6 +148,7 @@ class _Pod:
     _meta: PodMeta | None = None
     _view: PodView | None = None
     _default_quota: int | None = None
+    _state: PodState | None = None  # what the waterline engine last saw of it (its fixed fields are reused)
 
     @property
     def key(self) -> str:
@@ -176,7 +177,7 @@ class _Pod:
         return self._default_quota
 
     def update(self, obj: dict[str, Any]) -> None:
-        self.obj, self._meta, self._view, self._default_quota = obj, None, None, None
+        self.obj, self._meta, self._view, self._default_quota, self._state = obj, None, None, None, None
 
 
 @dataclass(slots=True)
@@ -489,18 +490,24 @@ class Simulation:
     def _pod_state(self, p: _Pod, cpu: float, mem: float, quotas: Mapping[str, tuple[int, int]]) -> PodState:
         """What the agent's cgroup scan sees of a running pod: its usage, its current CFS quota (``quotas``: the
         waterline's, else the limit's) and the fields of the Pod."""
-        v = p.view
         throttled = quotas.get(p.uid)
         quota = p.default_quota_us if throttled is None else throttled[0]
+        start = self.options.start_time + p.started
+        seen = p._state
+        if seen is not None and seen.start_time == start:  # the same pod: only its usage and quota are new
+            p._state = at_usage(seen, int(cpu), int(mem), quota)
+            return p._state
+        v = p.view
         container = ContainerState(name="main", cpu_usage_milli=int(cpu), cpu_quota_us=quota,
                                    cpu_period_us=CPU_PERIOD_US, requests=v.requests, limits=v.limits)
-        return PodState(
+        p._state = PodState(
             namespace=v.namespace, name=v.name, uid=p.uid, qos_class=v.qos.value, priority=v.priority,
-            priority_class=v.priority_class.value, start_time=self.options.start_time + p.started,
+            priority_class=v.priority_class.value, start_time=start,
             cpu_usage_milli=int(cpu), memory_usage_bytes=int(mem), requests=v.requests, limits=v.limits,
             containers=(container,), labels=v.labels, annotations=v.annotations,
             termination_grace_period_seconds=30,
         )
+        return p._state
 
     def _throttled(self) -> int:
         if self.waterline is None:

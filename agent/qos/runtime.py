@@ -173,8 +173,10 @@ class WaterlineRuntime:
         self._live = _Lane(dry_run=False)
         self._dry = _Lane(dry_run=True)
         self._last_event: dict[str, str] = {}
-        # Per rule key, the rule-state gauge's series (one per state), removed with the rule.
-        self._rule_series: dict[str, tuple[Any, ...]] = {}
+        # Per rule key, the rule-state gauge's series (one per state) and the values last written to them,
+        # removed with the rule.
+        self._rule_series: dict[str, tuple[tuple[Any, ...], tuple[bool, ...]]] = {}
+        self._gauges: dict[tuple[Gauge, tuple[str, ...]], Any] = {}  # see _series
         self._mode_lock = threading.Lock()  # a mode switch (reloaded config) waits for the tick in progress
         self.enabled = True
 
@@ -247,7 +249,7 @@ class WaterlineRuntime:
             if i > 0 and not lane_results and not lane.memory.throttled and lane.disabled is not True:
                 continue
             self._run_lane(lane, lane_results, act, state, acc, first=i == 0)
-        self.metrics.rejected.labels(self.node).set(len(self.policies.rejections()))
+        self._series(self.metrics.rejected).set(len(self.policies.rejections()))
         return acc.report(state, results, self.dry_run)
 
     def _forget_rules(self, keys: set[str]) -> None:
@@ -292,7 +294,7 @@ class WaterlineRuntime:
         if first:
             acc.scheduling = "enabled" if enabled else "disabled"
         acc.add(plan, dry_notes=lane.dry_run and not self.dry_run)
-        self.metrics.throttled.labels(self.node, _flag(lane.dry_run)).set(len(lane.memory.throttled))
+        self._series(self.metrics.throttled, _flag(lane.dry_run)).set(len(lane.memory.throttled))
 
     @staticmethod
     def _once_per_decision(lane: _Lane, actions: Sequence[ActionRecord]) -> list[ActionRecord]:
@@ -362,6 +364,8 @@ class WaterlineRuntime:
 
     def _rule_events(self, results: Sequence[RuleResult], dry_policies: set[str]) -> None:
         for r in results:
+            if not (r.triggered or r.restored or r.status is Status.ERROR):
+                continue  # nothing to say about this rule this tick
             dry = r.policy.name in dry_policies
             what = f"{r.policy.name}/{r.rule.name}"
             numbers = f"{r.rule.metric.name}={_fmt(r.value)} waterline={_fmt(float(r.rule.metric.value))}"
@@ -381,14 +385,32 @@ class WaterlineRuntime:
             if r.status is Status.ERROR:
                 log.debug("rule %s: %s", r.key, r.error)
 
+    def _series(self, metric: Gauge, *labels: str) -> Any:
+        """``metric.labels(self.node, *labels)``, looked up once: the gauges every tick writes (never removed)."""
+        key = (metric, labels)
+        child = self._gauges.get(key)
+        if child is None:
+            child = self._gauges[key] = metric.labels(self.node, *labels)
+        return child
+
     def _rule_metrics(self, results: Sequence[RuleResult]) -> None:
+        """Each rule's state gauges; a gauge is written only when its value changes (only this runtime writes
+        them), so a calm tick writes none."""
         for r in results:
-            series = self._rule_series.get(r.key)
-            if series is None:
-                series = self._rule_series[r.key] = tuple(
-                    self.metrics.rule_state.labels(self.node, r.key, st) for st in _RULE_STATES)
-            for child, on in zip(series, (r.triggered, r.restored, r.active, r.status is Status.ERROR), strict=True):
-                child.set(1 if on else 0)
+            states = (r.triggered, r.restored, r.active, r.status is Status.ERROR)
+            kept = self._rule_series.get(r.key)
+            if kept is None:
+                series = tuple(self.metrics.rule_state.labels(self.node, r.key, st) for st in _RULE_STATES)
+                for child, on in zip(series, states, strict=True):
+                    child.set(1 if on else 0)
+            else:
+                series, before = kept
+                if before == states:
+                    continue
+                for child, on, was in zip(series, states, before, strict=True):
+                    if on != was:
+                        child.set(1 if on else 0)
+            self._rule_series[r.key] = (series, states)
 
     def _plan_effects(self, plan: PlanResult, actions: Sequence[ActionRecord], state: NodeState, dry: bool) -> None:
         """Events and counters for ``actions`` (the plan's, or only its new ones in a dry lane)."""

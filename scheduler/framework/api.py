@@ -35,10 +35,13 @@ __all__ = [
     "task_status_of",
     "Tracked",
     "untouch",
+    "touch_quietly",
     "is_untouched",
     "TaskInfo",
     "JobInfo",
     "SingleJob",
+    "NotedJob",
+    "GroupJob",
     "NodeInfo",
     "QueueInfo",
     "compare_tasks",
@@ -123,28 +126,31 @@ class Tracked:
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if getattr(self, "_touched", True) is False:
+        if getattr(self, "_touched", True) is False:   # an object never untouched counts as touched
             _note(self)
-        else:
-            object.__setattr__(self, "_touched", True)
 
 
-def _note(obj: Tracked | SingleJob) -> None:
+def _note(obj: Tracked | NotedJob) -> None:
     """``obj`` is touched: the first time since :func:`untouch`, it joins its watch list (if it has one)."""
     if getattr(obj, "_touched", True) is False:
         watch: list[Any] | None = getattr(obj, "_watch", None)
         if watch is not None:
             watch.append(obj)
+        object.__setattr__(obj, "_touched", True)
+
+
+def touch_quietly(obj: Tracked | NotedJob) -> None:
+    """Mark ``obj`` touched without joining its watch list: for whoever is about to make it anew in place."""
     object.__setattr__(obj, "_touched", True)
 
 
-def untouch(obj: Tracked | SingleJob, watch: list[Any] | None = None) -> None:
+def untouch(obj: Tracked | NotedJob, watch: list[Any] | None = None) -> None:
     """Clear the note: ``obj`` is as it was made; ``watch`` (optional) is the list it joins once touched again."""
     object.__setattr__(obj, "_touched", False)
     object.__setattr__(obj, "_watch", watch)
 
 
-def is_untouched(obj: Tracked | SingleJob) -> bool:
+def is_untouched(obj: Tracked | NotedJob) -> bool:
     """Nothing set an attribute of ``obj`` since :func:`untouch`."""
     return getattr(obj, "_touched", True) is False
 
@@ -563,20 +569,19 @@ class JobInfo:
         return total
 
 
-class SingleJob(JobInfo):
-    """The group of one of a pod without a PodGroup (:meth:`JobInfo.single`), noting any change made to it, as
-    :class:`Tracked` does: setting an attribute, or adding tasks.  Its other containers change only through its
-    methods (``tasks`` and ``index``), or are empty when it is made (``fit_errors``, ``min_task_member``: a session
-    taking the job over as it is checks them).
+class NotedJob(JobInfo):
+    """A job noting any change made to it, as :class:`Tracked` does: setting an attribute, or adding tasks.  Its
+    other containers change only through its methods (``tasks`` and ``index``), or along with a task, which is
+    noted (``fit_errors``: ``Session.record_fit_errors`` sets the task's message), or never (``min_task_member``).
 
     Enqueue stamps ``schedule_start`` on every job, every session (bypassing the note, which would cost a Python
-    call per job): that is not noted either way; a session taking the job over clears it again."""
+    call per job): that is not noted either way."""
 
     __slots__ = ("_touched", "_watch")
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if name != "schedule_start":
+        if name != "schedule_start" and getattr(self, "_touched", True) is False:
             _note(self)
 
     def add_task(self, task: TaskInfo) -> None:
@@ -586,6 +591,20 @@ class SingleJob(JobInfo):
     def add_tasks(self, tasks: Iterable[TaskInfo]) -> None:
         _note(self)
         JobInfo.add_tasks(self, tasks)
+
+
+class GroupJob(NotedJob):
+    """A PodGroup's job that notes changes (:class:`NotedJob`), for a session carrying it to the next."""
+
+    __slots__ = ()
+
+
+class SingleJob(NotedJob):
+    """The group of one of a pod without a PodGroup (:meth:`JobInfo.single`), noting changes (:class:`NotedJob`);
+    ``fit_errors`` and ``min_task_member`` are empty when it is made, and a session taking it over as it is checks
+    them.  A session taking it over clears ``schedule_start`` again."""
+
+    __slots__ = ()
 
     def take_over(self, priority: int) -> bool:
         """Whether the job is still what :meth:`JobInfo.single` made of its (untouched) task with this

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from common.objects import PodGroupView, PodView
 
-from .api import JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, untouch
+from .api import GroupJob, JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
 from .memo import SessionMemo
@@ -91,12 +91,14 @@ class CarriedState:
         # this scheduler's pods naming a PodGroup, by job and pod key, whether the PodGroup exists or not
         self.by_group: dict[str, dict[str, _Pod]] = {}
         self.reorder = False   # tasks joined the session's tasks out of the pods' order
-        self.podgroup_jobs: dict[str, JobInfo] = {}
+        self.podgroup_jobs: dict[str, GroupJob] = {}
+        self.dirty_groups: set[str] = set()   # PodGroup jobs to make anew: their PodGroup or members changed
         self.name_counts: dict[frozenset[str], int] = {}
         self.watch: list[Any] = []          # carried tasks and jobs touched since they were made
         self.session_arrays: NodeArrays | None = None   # the copy the last session got, with its change log
         self.dirty_rows: set[int] = set()   # rows whose base task map changed since the session copies were made
         self.fresh: set[str] = set()        # groups of one made (anew) while opening this session
+        self.redo: dict[int, _Pod] = {}     # while opening: pods whose objects the last session touched
         self.seq = 0
         self.vectors = memo.table("session.vectors")
         if memo.value("session.columns") != self.columns:
@@ -144,20 +146,25 @@ class CarriedState:
         they cannot be applied one object at a time)."""
         self.vectors = memo.table("session.vectors")
         self.fresh = set()
-        self._roll_back()
+        self.redo = {}
+        self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
         for key in changes.get("PodGroup", {}):
             if key in snap.podgroups and key not in self.podgroup_keys:
                 self._podgroup_came(key)
             elif key in self.podgroup_keys and key not in snap.podgroups:
                 self._podgroup_went(key)
+            else:
+                self.dirty_groups.add(key)
         self._update_pods(snap, changes.get("Pod", {}))
+        for rec in list(self.redo.values()):
+            self._make(rec)
         self._check_columns()
         if self.reorder:
             self.tasks = {}
             for rec in self.pods.values():
                 if rec.job_arg and rec.task is not None:
-                    self.tasks[rec.task.uid] = rec.task
+                    self.tasks[rec.template.uid] = rec.task
             self.reorder = False
         self.generation = snap.generation
 
@@ -166,12 +173,13 @@ class CarriedState:
         if key in self.single_jobs:
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
         self.podgroup_keys.add(key)
+        self.dirty_groups.add(key)
         members = self.grouped[key] = {}
         for rec in self.by_group.get(key, {}).values():
             rec.job_arg = key
             self._make(rec)
             assert rec.task is not None
-            members[rec.task.uid] = rec.task
+            members[rec.template.uid] = rec.task
             self.reorder = True
 
     def _podgroup_went(self, key: str) -> None:
@@ -186,7 +194,7 @@ class CarriedState:
             rec.job_arg = ""
             self._make(rec)
             assert rec.task is not None
-            del self.tasks[rec.task.uid]
+            del self.tasks[rec.template.uid]
 
     def _check_columns(self) -> None:
         names: set[str] = set()
@@ -197,19 +205,22 @@ class CarriedState:
 
     # ---- what the last session did --------------------------------------------------------------------------------
 
-    def _roll_back(self) -> None:
-        """Make every carried task and group of one the last session touched anew from its pod, and give the node
-        rows whose task maps it changed their carried maps again."""
+    def _touched(self) -> None:
+        """Note the pods whose task or group of one the last session touched (:attr:`redo`: made anew from the pod
+        by the end of :meth:`update`, when a change of the pod does not do it first), and the node rows whose task
+        maps it changed (given their carried maps again)."""
         watched = list(self.watch)
         self.watch.clear()   # the same list: every carried object joins it when touched
-        redo: dict[int, _Pod] = {}
         for obj in watched:
+            if isinstance(obj, GroupJob):
+                if self.podgroup_jobs.get(obj.uid) is not obj:
+                    raise Rebuild("a touched PodGroup job is no longer carried")
+                self.dirty_groups.add(obj.uid)
+                continue
             rec = self.by_uid.get(obj.uid) if isinstance(obj, TaskInfo) else self.by_job.get(obj.uid)
             if rec is None or (rec.task is not obj and rec.job is not obj):
                 raise Rebuild("a touched object is no longer carried")
-            redo[id(rec)] = rec
-        for rec in redo.values():
-            self._make(rec)
+            self.redo[id(rec)] = rec
         if self.session_arrays is not None:
             self.dirty_rows.update(self.session_arrays.changes)
 
@@ -261,28 +272,31 @@ class CarriedState:
         task = rec.task
         assert task is not None
         if joins:
-            self.grouped.setdefault(t.job_id, {})[task.uid] = task
+            self.grouped.setdefault(t.job_id, {})[t.uid] = task
         elif rec.job is not None:
             self.single_jobs[t.job_id] = rec.job
             self.by_job[t.job_id] = rec
         if rec.job_arg:
-            self.tasks[task.uid] = task
+            self.tasks[t.uid] = task
         self._place(rec)
 
     def _make(self, rec: _Pod) -> None:
         """The record's task (and group of one) as a session builds them from its pod, made anew in place."""
         t = rec.template
+        self.redo.pop(id(rec), None)
         if rec.task is not None:
-            untouch(rec.task)   # remade below without joining the watch list
+            touch_quietly(rec.task)   # remade below without joining the watch list
         task = t.task(rec.pod, rec.job_arg, rec.task)
         untouch(task, self.watch)
         rec.task = task
+        if rec.job_arg and rec.job is None:   # a PodGroup's member
+            self.dirty_groups.add(rec.job_arg)
         if rec.job_arg and not t.grouped and t.job_id not in self.podgroup_keys:
             pc = self.classes.get(t.priority_class_name)
             priority = pc.value if pc is not None else (
                 t.spec_priority if t.spec_priority is not None else self.default_priority)
             if rec.job is not None:
-                untouch(rec.job)
+                touch_quietly(rec.job)
             job = JobInfo.single(t.job_id, t.job_name, rec.pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
                                  task, rec.job)
             assert isinstance(job, SingleJob)
@@ -306,6 +320,7 @@ class CarriedState:
             self._place(rec)
 
     def _drop(self, key: str, rec: _Pod) -> None:
+        self.redo.pop(id(rec), None)
         self._unplace(rec)
         self._count(rec.template.names, -1)
         del self.pods[key]
@@ -318,8 +333,8 @@ class CarriedState:
             del self.single_jobs[t.job_id]
             del self.by_job[t.job_id]
         members = self.grouped.get(t.job_id)
-        if members is not None:
-            members.pop(t.uid, None)
+        if members is not None and members.pop(t.uid, None) is not None:
+            self.dirty_groups.add(t.job_id)
         named = self.by_group.get(t.job_id)
         if named is not None and named.pop(key, None) is not None and not named:
             del self.by_group[t.job_id]
@@ -340,11 +355,12 @@ class CarriedState:
         task = rec.task
         here = self.on_node[row]
         if here and self.by_uid[next(reversed(here))].seq > rec.seq:
-            ordered = sorted([*here.values(), task], key=lambda x: self.by_uid[x.uid].seq)
+            here[t.uid] = task
+            ordered = sorted(here.items(), key=lambda item: self.by_uid[item[0]].seq)
             here.clear()
-            here.update((x.uid, x) for x in ordered)
+            here.update(ordered)
         else:
-            here[task.uid] = task
+            here[t.uid] = task
         if self.batch is None:
             self.base.add(row, t.vector, t.status, t.nonzero)
         else:
@@ -403,25 +419,32 @@ class CarriedState:
         self.dirty_rows.clear()
         self.session_arrays = arrays
         jobs: dict[str, JobInfo] = {}
+        dirty = self.dirty_groups
+        carried = self.podgroup_jobs
         for key, pg in snap.podgroups.items():
-            jobs[key] = self._podgroup_job(pg, snap)
+            job = carried.get(key)
+            jobs[key] = self._podgroup_job(pg, snap) if job is None or key in dirty else job
+        dirty.clear()
         for key in jobs.keys() & self.single_jobs.keys():
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
         jobs.update(self.single_jobs)
         return arrays, jobs, dict(self.tasks)
 
-    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> JobInfo:
+    def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> GroupJob:
+        """The PodGroup's job as a session builds it, with its members in the pods' order, made anew in place."""
         args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
                 pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
                 pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
         job = self.podgroup_jobs.get(pg.key)
         if job is None:
-            job = self.podgroup_jobs[pg.key] = JobInfo(*args)
+            job = self.podgroup_jobs[pg.key] = GroupJob(*args)
         else:
+            touch_quietly(job)   # made anew below without joining the watch list
             job.renew(*args)
         members = self.grouped.get(pg.key)
         if members:
             job.add_tasks(members.values())
+        untouch(job, self.watch)
         return job
 
 

@@ -13,12 +13,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .api import NodeInfo, TaskInfo
+from .arrays import NodeArrays
 from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
     from .session import ExplainRecord, Session
 
-__all__ = ["Evaluation", "evaluate_nodes", "score_nodes", "select_best", "pre_predicate", "single_node"]
+__all__ = ["Evaluation", "evaluate_nodes", "fits_now", "score_nodes", "select_best", "pre_predicate", "single_node"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -72,13 +73,96 @@ def pre_predicate(ssn: Session, task: TaskInfo) -> Status | None:
     return None
 
 
+# a node's resource check packed in one integer: what a row cache keeps per pod shape
+FITS_IDLE, FITS_FUTURE = 1, 2
+# up to this many nodes (what a row cache recomputes after a few placements) the check runs node by node in Python
+# integers: a handful of rows costs less that way than through the vector form's NumPy calls
+ROW_BY_ROW = 8
+
+
+def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray:
+    """Per node (or per node of ``rows``): FITS_IDLE if ``vec`` fits what is idle now, plus FITS_FUTURE if it fits
+    what will be idle once releasing pods are gone and pipelined ones arrived (``NodeArrays.fits`` on both)."""
+    sel = slice(None) if rows is None else rows
+    idle = arr.idle[sel]
+    future = idle + arr.releasing[sel] - arr.pipelined[sel]
+    bits: IntArray = arr.fits(vec, idle) * FITS_IDLE + arr.fits(vec, future) * FITS_FUTURE
+    return bits
+
+
+def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
+    """:func:`_fit_bits` of node ``i`` alone, compared column by column in Python integers."""
+    skip = arr.fit_ignored
+    idle, releasing, pipelined = arr.idle[i].tolist(), arr.releasing[i].tolist(), arr.pipelined[i].tolist()
+    fits_idle = fits_future = True
+    for j, v in enumerate(vec):
+        if v <= 0 or (skip is not None and skip[j]):
+            continue
+        fits_idle = fits_idle and idle[j] >= v
+        fits_future = fits_future and idle[j] + releasing[j] - pipelined[j] >= v
+    return (FITS_IDLE if fits_idle else 0) + (FITS_FUTURE if fits_future else 0)
+
+
+class FitChecks:
+    """A session's resource checks per task vector: whether it fits each node's idle and future idle resources.
+
+    A node's answer depends on that node's row of the node arrays alone, so the answers of a vector are kept and
+    only the rows the arrays logged as changed since its last check are redone (a placement changes one row), as
+    :class:`~scheduler.framework.arrays.RowCache` does for scores; up to ``slots`` vectors, least recently used
+    going first.  Kept as two masks rather than packed, so a check costs no unpacking over every node."""
+
+    def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
+        self.arrays = arrays
+        self.slots = slots
+        self._entries: dict[bytes, tuple[BoolArray, BoolArray, list[int]]] = {}
+
+    def get(self, vec: IntArray) -> tuple[BoolArray, BoolArray]:
+        """Fresh copies of ``(fits idle, fits future idle)`` over every node."""
+        arr, entries = self.arrays, self._entries
+        log = arr.changes
+        # the ignored columns are set once the session opens; a conf reload makes a new session
+        key = vec.tobytes() if arr.fit_ignored is None else vec.tobytes() + arr.fit_ignored.tobytes()
+        hit = entries.pop(key, None)
+        if hit is None:
+            bits = _fit_bits(arr, vec, None)
+            hit = ((bits & FITS_IDLE) != 0, bits >= FITS_FUTURE, [len(log)])
+            if len(entries) >= self.slots:
+                del entries[next(iter(entries))]
+        elif hit[2][0] < len(log):
+            self._redo(vec, hit, sorted(set(log[hit[2][0]:])))
+            hit[2][0] = len(log)
+        entries[key] = hit   # most recently used last
+        return hit[0].copy(), hit[1].copy()
+
+    def _redo(self, vec: IntArray, hit: tuple[BoolArray, BoolArray, list[int]], changed: list[int]) -> None:
+        arr = self.arrays
+        if len(changed) <= ROW_BY_ROW:
+            values = vec.tolist()
+            for i in changed:
+                row = _fit_row(arr, values, i)
+                hit[0][i] = (row & FITS_IDLE) != 0
+                hit[1][i] = row >= FITS_FUTURE
+            return
+        rows = np.array(changed, dtype=np.int64)
+        bits = _fit_bits(arr, vec, rows)
+        hit[0][rows] = (bits & FITS_IDLE) != 0
+        hit[1][rows] = bits >= FITS_FUTURE
+
+
+def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
+    """Whether the task fits each node's idle resources, and its future idle ones (:class:`FitChecks`)."""
+    checks = ssn.fit_checks
+    if checks is None or checks.arrays is not ssn.arrays:
+        checks = ssn.fit_checks = FitChecks(ssn.arrays)
+    return checks.get(task.vector)
+
+
 def _resource_check(ssn: Session, task: TaskInfo) -> tuple[FilterResult, BoolArray, BoolArray]:
     arr = ssn.arrays
-    fits_idle = arr.fits(task.vector, arr.idle)
-    future = arr.future_idle()
-    fits_future = arr.fits(task.vector, future)
-    res = FilterResult(fits_future.copy(), lazy=lambda i: [
-        (Code.UNSCHEDULABLE, f"Insufficient {arr.first_insufficient(task.vector, future[i])}")])
+    fits_idle, fits_future = fits_now(ssn, task)
+    # read only, as the evaluation's fits_future: the reasons of a node are made when asked for, on its row then
+    res = FilterResult(fits_future, lazy=lambda i: [
+        (Code.UNSCHEDULABLE, f"Insufficient {arr.first_insufficient(task.vector, arr.future_idle_row(i))}")])
     return res, fits_idle, fits_future
 
 
@@ -87,17 +171,16 @@ def evaluate_nodes(ssn: Session, task: TaskInfo, *, mode: str = "allocate",
     """``mode``: ``allocate`` (resource check + predicates, any failure code disqualifies), ``backfill`` (no
     resource check), ``preempt`` (no resource check; only unresolvable/error/wait/skip disqualify)."""
     n = len(ssn.nodes)
-    names = ssn.node_names
-    feasible = np.ones(n, dtype=np.bool_) if candidates is None else candidates.copy()
-    ev = Evaluation(feasible, np.ones(n, dtype=np.bool_), np.ones(n, dtype=np.bool_), names)
     blocking = PREEMPT_BLOCKING_CODES if mode == "preempt" else FAILURE_CODES
     if mode == "allocate":
-        res, ev.fits_idle, ev.fits_future = _resource_check(ssn, task)
-        ev.results.append((RESOURCE_PLUGIN, res))
-        feasible &= res.passed
-    elif mode == "preempt":
-        ev.fits_idle = ssn.arrays.fits(task.vector, ssn.arrays.idle)
-        ev.fits_future = ssn.arrays.fits(task.vector, ssn.arrays.future_idle())
+        res, fits_idle, fits_future = _resource_check(ssn, task)
+        feasible = fits_future.copy() if candidates is None else candidates & fits_future
+        ev = Evaluation(feasible, fits_idle, fits_future, ssn.node_names, [(RESOURCE_PLUGIN, res)])
+    else:
+        every = np.ones(n, dtype=np.bool_)
+        fits_idle, fits_future = fits_now(ssn, task) if mode == "preempt" else (every, every)
+        feasible = every.copy() if candidates is None else candidates.copy()
+        ev = Evaluation(feasible, fits_idle, fits_future, ssn.node_names)
     for plugin, fn in ssn.enabled("vector_predicate"):
         res = fn(task)
         ev.results.append((plugin, res))
@@ -170,10 +253,10 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     ssn.score_mask = mask
     try:
         for plugin, fn in ssn.enabled("vector_score"):
-            s = np.asarray(fn(task), dtype=np.float64)
-            total += s
+            raw = fn(task)
+            total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
             if explain:
-                parts.append((plugin, s))
+                parts.append((plugin, np.asarray(raw, dtype=np.float64)))
     finally:
         ssn.score_mask = None
     scalar = ssn.enabled("node_order")

@@ -6,8 +6,8 @@ whenever its watch delivers a new version of the object, so a pod, node or NodeM
 object and can never hit an entry derived from its predecessor.  An entry holds its object, so the object's id
 cannot be reused by another object while the entry exists.
 
-Entries not used during a session are dropped when the session after it opens (:meth:`SessionMemo.rotate`), so the
-memo never holds more than two sessions' worth of objects.
+Entries not used during a session read as absent once the session after it opens (:meth:`SessionMemo.rotate`) and
+are dropped in batches, so the memo holds two sessions' worth of objects and at most a quarter (plus 256) more.
 """
 
 from __future__ import annotations
@@ -22,40 +22,51 @@ V = TypeVar("V")
 
 
 class IdentityMemo(Generic[V]):
-    """A value per object, for the objects seen in the current or the previous session."""
+    """A value per object, for the objects seen in the current or the previous session.
 
-    __slots__ = ("_now", "_prev")
+    One entry per object, stamped with the last session that used it: a session's rotation costs nothing, an entry
+    older than the previous session reads as absent, and such entries are dropped together once they make up a
+    fifth of the table (rather than two tables swapped and the older freed whole at every rotation, which costs as
+    much as the table is large)."""
+
+    __slots__ = ("_entries", "_epoch", "_kept")
 
     def __init__(self) -> None:
-        self._now: dict[int, tuple[object, V]] = {}
-        self._prev: dict[int, tuple[object, V]] = {}
+        self._entries: dict[int, list[Any]] = {}   # id(obj) -> [obj, value, the last session that used it]
+        self._epoch = 0
+        self._kept = 0   # entries left by the last pruning
 
     def get(self, obj: object) -> V | None:
-        key = id(obj)
-        hit = self._now.get(key)
-        if hit is not None and hit[0] is obj:
-            return hit[1]
-        hit = self._prev.get(key)
-        if hit is not None and hit[0] is obj:
-            self._now[key] = hit
-            return hit[1]
-        return None
+        hit = self._entries.get(id(obj))
+        if hit is None or hit[0] is not obj:
+            return None
+        used = hit[2]
+        if used != self._epoch:
+            if used < self._epoch - 1:
+                return None
+            hit[2] = self._epoch
+        value: V = hit[1]
+        return value
 
     def put(self, obj: object, value: V) -> V:
-        self._now[id(obj)] = (obj, value)
+        self._entries[id(obj)] = [obj, value, self._epoch]
         return value
 
     def rotate(self) -> None:
-        """Start a new session: what the last session did not use goes at the next rotation."""
-        self._prev = self._now
-        self._now = {}
+        """Start a new session: what the last session did not use reads as absent after the next rotation."""
+        self._epoch += 1
+        if len(self._entries) > self._kept * 5 // 4 + 256:
+            oldest = self._epoch - 1
+            self._entries = {k: e for k, e in self._entries.items() if e[2] >= oldest}
+            self._kept = len(self._entries)
 
     def clear(self) -> None:
-        self._now = {}
-        self._prev = {}
+        self._entries = {}
+        self._kept = 0
 
     def __len__(self) -> int:
-        return len(self._now.keys() | self._prev.keys())
+        oldest = self._epoch - 1
+        return sum(1 for e in self._entries.values() if e[2] >= oldest)
 
 
 class SessionMemo:

@@ -13,7 +13,7 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,9 @@ from .plugin import Arguments, Plugin, plugin_builders
 from .sampling import NodeSampling
 from .snapshot import DEFAULT_SCHEDULER_NAME, Snapshot
 from .status import FilterResult, FitErrors, Status
+
+if TYPE_CHECKING:
+    from .evaluate import FitChecks
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
@@ -156,6 +159,8 @@ class Session:
         self.action_arguments: Mapping[str, Any] = {}
         # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
         self.score_mask: npt.NDArray[np.bool_] | None = None
+        # the resource checks of this session's pod shapes, kept per shape by the evaluation (evaluate.fits_now)
+        self.fit_checks: FitChecks | None = None
         try:
             self._build(snapshot)
             self._open_plugins()

@@ -29,8 +29,9 @@ from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
-from scheduler.scoring.balanced import balanced_allocation
-from scheduler.scoring.inputs import scoring_inputs
+from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
+from scheduler.scoring.balanced import balance_ref, balanced_allocation
+from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy
 
@@ -114,6 +115,9 @@ def _balanced_scorer(ssn: Session) -> Scorer:
 
     def score(task: TaskInfo) -> IntArray:
         def compute(rows: IntArray | None) -> IntArray:
+            if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
+                return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
+                                                   arr.used, arr.nonzero_requested, rows.tolist(), non_zero=False))
             sel = slice(None) if rows is None else rows
             alloc, node_req, pod_vec, active = scoring_inputs(
                 BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
@@ -121,6 +125,36 @@ def _balanced_scorer(ssn: Session) -> Scorer:
             out = balanced_allocation(alloc, node_req, pod_vec, active, delta=False)
             return np.zeros(alloc.shape[0], dtype=np.int64) if out is None else out
         return memo.get(task.pod.requests, compute)
+    return score
+
+
+def _balanced_rows(rows: RowInputs) -> IntArray:
+    """``balanced_allocation(..., delta=False)`` of a few nodes with the scalar reference (0 for a pod requesting
+    none of the resources), as the vector form's row-by-row path computes them."""
+    pod, on = rows.pod_request, rows.active
+    if not any(p != 0 for p, o in zip(pod, on, strict=True) if o):
+        return np.zeros(len(rows.allocatable), dtype=np.int64)
+    return np.array([balance_ref([(a, r + p) for a, r, p, o in zip(alloc, req, pod, on, strict=True) if o])
+                     for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
+
+
+def _weighted_sum(summed: Sequence[tuple[int, Scorer]], plugin_weight: int, n: int) -> Scorer:
+    """The plugin's score: each scorer times its weight, summed, times the plugin's weight, in int64 (a weight of
+    1 multiplies nothing; the first product is the sum's start, not added to zeros)."""
+    if not summed:
+        return lambda task: np.zeros(n, dtype=np.int64)
+    (first_weight, first), rest = summed[0], summed[1:]
+
+    def score(task: TaskInfo) -> IntArray:
+        total: IntArray = np.multiply(first(task), first_weight, dtype=np.int64)
+        for weight, scorer in rest:
+            if weight == 1:
+                total += scorer(task)
+            else:
+                total += scorer(task) * weight
+        if plugin_weight != 1:
+            total *= plugin_weight
+        return total
     return score
 
 
@@ -135,6 +169,12 @@ class NodeOrder:
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
+        images: list[ImageLocality] = []   # made only with a weight
+
+        def image_scorer() -> Scorer:
+            images.append(ImageLocality(ssn))
+            return images[0].score
+
         builders: list[tuple[str, int, Callable[[], Scorer]]] = [
             ("leastrequested", w.least_requested, lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))),
             ("mostrequested", w.most_requested, lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))),
@@ -142,22 +182,17 @@ class NodeOrder:
             ("nodeaffinity", w.node_affinity, lambda: AffinityCheck(ssn).score),
             ("podaffinity", w.pod_affinity, lambda: InterPodAffinityCheck(ssn).score),
             ("tainttoleration", w.taint_toleration, lambda: TaintCheck(ssn).score),
-            ("imagelocality", w.image_locality, lambda: ImageLocality(ssn).score),
+            ("imagelocality", w.image_locality, image_scorer),
             ("podtopologyspread", w.pod_topology_spread,
              lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score),
         ]
         self.parts = parts = [(name, weight, build()) for name, weight, build in builders if weight]
         if not parts:
             return
-
-        def score(task: TaskInfo) -> IntArray:
-            total = np.zeros(len(ssn.nodes), dtype=np.int64)
-            for _, weight, scorer in parts:
-                total += scorer(task) * weight
-            out: IntArray = total * self.weight
-            return out
-
-        ssn.add_vector_score_fn(NAME, score)
+        # what the sum adds: image locality scores 0 on every node for every pod when no node reports an image
+        summed = [(weight, scorer) for name, weight, scorer in parts
+                  if name != "imagelocality" or images[0].sizes]
+        ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

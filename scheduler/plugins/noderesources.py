@@ -20,8 +20,17 @@ from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import fit_filter, is_ignored
-from scheduler.scoring.inputs import scoring_inputs
-from scheduler.scoring.resource_fit import ScoringStrategy, parse_scoring_strategy, score_strategy
+from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.resource_fit import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    ROW_BY_ROW,
+    ScoringStrategy,
+    least_allocated_ref,
+    most_allocated_ref,
+    parse_scoring_strategy,
+    score_strategy,
+)
 
 __all__ = ["NodeResources", "strategy_scorer"]
 
@@ -47,9 +56,15 @@ def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskIn
     memoised per pod signature and recomputed only on nodes changed since the last identical pod."""
     arr = ssn.arrays
     memo = RowCache(arr)
+    ref = _REFS.get(strategy.type)
+    weights = [r.weight for r in strategy.resources]
 
     def score(task: TaskInfo) -> IntArray:
         def compute(rows: IntArray | None) -> IntArray:
+            if ref is not None and rows is not None and len(rows) <= ROW_BY_ROW:
+                return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
+                                                      arr.used, arr.nonzero_requested, rows.tolist(), non_zero=True),
+                                    weights)
             sel = slice(None) if rows is None else rows
             alloc, node_req, pod_vec, active = scoring_inputs(
                 strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
@@ -57,6 +72,21 @@ def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskIn
             return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
         return memo.get((task.pod.requests, task.pod.nonzero_requests), compute)
     return score
+
+
+# the strategies whose vector form scores up to ROW_BY_ROW nodes with these scalar references
+_REFS: dict[str, Callable[[Sequence[tuple[int, int, int]]], int]] = {
+    LEAST_ALLOCATED: least_allocated_ref, MOST_ALLOCATED: most_allocated_ref}
+
+
+def _scored_rows(ref: Callable[[Sequence[tuple[int, int, int]]], int], rows: RowInputs,
+                 weights: Sequence[int]) -> IntArray:
+    """``ref`` on each node's kept resources (allocatable > 0 and active), the pod's request added, as the
+    vector form's row-by-row path computes them."""
+    pod, on = rows.pod_request, rows.active
+    return np.array([ref([(a, r + p, w) for a, r, p, w, o in zip(alloc, req, pod, weights, on, strict=True)
+                          if o and a > 0])
+                     for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
 class NodeResources:

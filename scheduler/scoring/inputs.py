@@ -5,16 +5,17 @@ BalancedAllocation and everything else use real requests."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from common.objects import PodView
-from common.resources import CPU, MEMORY
+from common.resources import CPU, MEMORY, is_scalar_resource
 
 from .resource_fit import active_resources
 
-__all__ = ["scoring_inputs"]
+__all__ = ["scoring_inputs", "scoring_rows", "RowInputs"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -48,3 +49,41 @@ def scoring_inputs(
             node_req[:, k] = nonzero_requested[:, 0 if r == CPU else 1]
     pod_vec = np.array([pod_req.get(r, 0) for r in names], dtype=np.int64)
     return alloc, node_req, pod_vec, active_resources(names, pod.requests)
+
+
+class RowInputs(NamedTuple):
+    """:func:`scoring_inputs` of a few nodes as Python integers: per node its allocatable and requested amounts of
+    the configured names, then the pod's request and which names count (as ``active``)."""
+
+    allocatable: list[list[int]]
+    requested: list[list[int]]
+    pod_request: list[int]
+    active: list[bool]
+
+
+def scoring_rows(
+    names: Sequence[str],
+    pod: PodView,
+    columns: Sequence[str],
+    allocatable: IntArray,
+    requested: IntArray,
+    nonzero_requested: IntArray,
+    rows: Sequence[int],
+    *,
+    non_zero: bool,
+) -> RowInputs:
+    """:func:`scoring_inputs` restricted to ``rows``, read value by value: the few nodes a placement changed cost
+    less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers."""
+    col = {c: j for j, c in enumerate(columns)}
+    where = [col.get(r) for r in names]
+    nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
+    alloc_rows: list[list[int]] = []
+    req_rows: list[list[int]] = []
+    for i in rows:
+        alloc, used, nonzero = allocatable[i].tolist(), requested[i].tolist(), nonzero_requested[i].tolist()
+        alloc_rows.append([0 if j is None else alloc[j] for j in where])
+        req_rows.append([nonzero[z] if z is not None else 0 if j is None else used[j]
+                         for j, z in zip(where, nonzero_at, strict=True)])
+    pod_req = pod.nonzero_requests if non_zero else pod.requests
+    active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
+    return RowInputs(alloc_rows, req_rows, [pod_req.get(r, 0) for r in names], active)

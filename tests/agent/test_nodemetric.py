@@ -13,6 +13,7 @@ from agent.nodemetric import (
     PodUsage,
     UsageSample,
     UsageStore,
+    _reported,
     build_nodemetric_status,
     nodemetric_object,
     pod_series,
@@ -208,8 +209,43 @@ def test_a_typed_status_parses_to_the_view_of_its_text() -> None:
     assert typed_view == NodeMetricView.parse({**obj, "status": plain})
     assert [p.usage for p in typed_view.pods] == [Resources.of(cpu=499, memory=100 * 2**20), Resources.of(cpu=2000, memory=GiB),
                                                   Resources(), Resources.of(memory=3 * 1024)]
+    assert typed_view.node_usage is typed["podsMetric"].node_usage[1]  # the node's usage too
     # A copy out of a cluster parses the same.
     cluster = MemoryCluster()
     cluster.create("NodeMetric", obj)
     cluster.write_status("NodeMetric", "n1", typed)
     assert NodeMetricView.parse(cluster.get("NodeMetric", "n1")) == typed_view
+
+
+@pytest.mark.parametrize("cpu", [None, 0.0, 0.0004, 0.4999, 1.0, 2.0009, 63.99999, 1e14])
+@pytest.mark.parametrize("memory", [None, 0.0, 0.9, 1023.9, 1024.0, 100 * 2**20 + 0.7, float(GiB), 2.0**60])
+def test_the_handed_over_usage_is_what_its_text_parses_to(cpu: float | None, memory: float | None) -> None:
+    """The usage a typed report hands over with ``nodeUsage`` and each pod: the quantities parsing the text gives
+    (truncated, whole cores, byte multiples, zeros dropped, beyond a quantity's bounds capped)."""
+    texts, usage = _reported(cpu, memory)
+    assert {"resources": texts} == resource_map(cpu, memory)
+    assert Resources._trusted(usage) == Resources.parse(texts)
+    assert all(usage.values())
+
+
+def test_the_node_usage_is_taken_as_handed_over_only_from_the_map_built_with_it() -> None:
+    """Through the in-memory API server: a status merged into the stored one keeps the writer's maps, so the cache's
+    parse takes the typed usage; a status whose map was replaced (or a copy) is parsed from its text, and a
+    different text gives a different usage."""
+    policy = MetricCollectPolicy()
+    store = UsageStore(policy, interval_seconds=1.0)
+    now = _fill(store, 600, pods={"u1": PodUsage(0.5, GiB)})
+    metas = [PodMeta.from_pod(_pod("p1", "ns", "u1"))]
+    cluster = MemoryCluster()
+    cluster.create("NodeMetric", nodemetric_object("n1", policy))
+    seen: list[NodeMetricView] = []
+    cluster.informer("NodeMetric", lambda e: seen.append(NodeMetricView.parse(e.object)), shared=True).start()
+    for t in (now - 1.0, now):  # the second write merges into a status of the same keys: the maps stay the writer's
+        status = build_nodemetric_status(store, t, policy, metas, typed=True)
+        cluster.write_status("NodeMetric", "n1", status)
+    assert seen[-1].node_usage is status["podsMetric"].node_usage[1]
+    assert seen[-1] == NodeMetricView.parse(cluster.get("NodeMetric", "n1"))
+    other = build_nodemetric_status(store, now, policy, metas, typed=True)
+    other["nodeMetric"]["nodeUsage"] = {"resources": {"cpu": "7", "memory": "1Ki"}}
+    view = NodeMetricView.parse({**nodemetric_object("n1", policy), "status": other})
+    assert view.node_usage == Resources.of(cpu=7000, memory=1024)

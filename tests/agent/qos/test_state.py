@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from agent.qos.state import NodeState, load_ticks
+from agent.qos.state import ContainerState, NodeState, PodState, at_usage, load_ticks
 from common.config import ConfigError
+from common.resources import Resources
 
 DOC: dict[str, Any] = {
     "now": "2024-01-01T00:00:00Z",
@@ -75,3 +77,18 @@ def test_errors_name_the_field(mutate: Any, field: str) -> None:
         load_ticks(doc, source="state.json")
     assert err.value.field == field
     assert str(err.value).startswith(f"state.json: {field}: ")
+
+
+def test_at_usage_is_replace_of_the_usage_and_quota() -> None:
+    """The simulator's per-tick copy equals ``dataclasses.replace`` of the pod and its container, and leaves the
+    pod it copied as it was."""
+    res = Resources.of(cpu=1500, memory=2**30)
+    container = ContainerState("main", cpu_usage_milli=700, cpu_quota_us=150_000, cpu_period_us=100_000,
+                               requests=res, limits=res)
+    pod = PodState("ns", "p", "uid-1", "Burstable", 5, "koord-batch", 12.5, 700, 2**29, res, res, (container,),
+                   labels={"app": "a"}, annotations={"x": "y"}, termination_grace_period_seconds=30)
+    out = at_usage(pod, 900, 2**28, 120_000)
+    assert out == replace(pod, cpu_usage_milli=900, memory_usage_bytes=2**28,
+                          containers=(replace(container, cpu_usage_milli=900, cpu_quota_us=120_000),))
+    assert pod.cpu_usage_milli == 700 and pod.containers[0].cpu_quota_us == 150_000
+    assert out.containers[0] is not container

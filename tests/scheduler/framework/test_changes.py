@@ -52,3 +52,25 @@ def test_the_cache_notes_every_event_and_assumed_binding() -> None:
     third = cache.snapshot()
     assert cache.changes.between(second.generation, third.generation) == {"Pod": {"default/p0": True}}
     assert third.pods == []
+
+
+def test_snapshots_show_node_and_metric_changes_in_fresh_containers() -> None:
+    """Nodes and NodeMetrics are derived again only when one changed, and each snapshot gets its own containers."""
+    clock = FakeClock(T0)
+    cluster = MemoryCluster(clock=clock)
+    cluster.load([node("n1"), node("n0")])
+    cache = SchedulerCache(cluster, clock)
+    cache.start()
+    first = cache.snapshot()
+    assert [n.name for n in first.nodes] == ["n0", "n1"] and first.node_metrics == {}
+    first.nodes.clear()
+    second = cache.snapshot()
+    assert [n.name for n in second.nodes] == ["n0", "n1"]
+    cluster.replace("Node", node("n1", cpu="8"))
+    cluster.create("Node", node("a"))
+    cluster.create("NodeMetric", {"apiVersion": "slo.loadwise.io/v1alpha1", "kind": "NodeMetric",
+                                  "metadata": {"name": "n0"}, "status": {}})
+    third = cache.snapshot()
+    assert [n.name for n in third.nodes] == ["a", "n0", "n1"]
+    assert third.nodes[2].allocatable["cpu"] == 8000
+    assert list(third.node_metrics) == ["n0"]

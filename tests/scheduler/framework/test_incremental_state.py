@@ -20,6 +20,7 @@ from common.cluster.memory import MemoryCluster
 from common.selectors import LabelSelector
 from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
+from scheduler.framework.api import is_untouched
 from scheduler.framework.plugin import actions
 from scheduler.framework.session import Session
 from scheduler.plugins.drf import Drf
@@ -306,3 +307,24 @@ def test_what_a_session_touched_is_made_anew_from_its_pod() -> None:
     kept, got, want = _kept_and_fresh(sched, clock)
     assert got == want
     assert kept == {f"default/podgroup-uid-default-p{i}" for i in range(2, 6)}
+
+
+def test_a_podgroup_job_is_carried_until_something_changes_it() -> None:
+    """A PodGroup's job is the same object, as it was made, while neither its PodGroup, its members nor a session
+    changed it; what a session set on it is undone at the next opening."""
+    cluster, clock, sched = _steady()
+    cluster.create("PodGroup", podgroup("g0", 1, phase="Running"))
+    cluster.create("Pod", pod("m0", cpu="100m", group="g0", node_name="n0"))
+    first = sched.open_session(renew=True)
+    job = first.jobs["default/g0"]
+    sched.memo.release(first)
+    first.release()
+    second = sched.open_session(renew=True)
+    assert second.jobs["default/g0"] is job and is_untouched(job)
+    job.phase = "Inqueue"
+    job.unschedulable = True
+    sched.memo.release(second)
+    second.release()
+    _, got, want = _kept_and_fresh(sched, clock)
+    assert got == want
+    assert job.phase == "Running" and not job.unschedulable

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from common.objects import PodView
-from scheduler.scoring.inputs import scoring_inputs
+from scheduler.scoring.inputs import scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import least_allocated
 
 COLS = ("cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu")
@@ -25,3 +26,26 @@ def test_non_zero_defaults_only_when_asked() -> None:
     assert least_allocated(a, r + p, np.array([1, 1, 1], dtype=np.int64), act).tolist() == [70]
     _, r2, p2, _ = scoring_inputs(names, empty, COLS, alloc, requested, nonzero, non_zero=False)
     assert p2.tolist() == [0, 0, 0] and r2.tolist() == [[0, 0, 0]]
+
+
+def _pod(cpu: str | None, memory: str | None, gpu: str | None) -> PodView:
+    req = {k: v for k, v in (("cpu", cpu), ("memory", memory), ("nvidia.com/gpu", gpu)) if v is not None}
+    return PodView.parse({"metadata": {"name": "p", "namespace": "d"},
+                          "spec": {"containers": [{"name": "c", "resources": {"requests": req}}]}})
+
+
+@pytest.mark.parametrize("non_zero", [True, False])
+@pytest.mark.parametrize("names", [("cpu", "memory"), ("cpu", "memory", "nvidia.com/gpu"), ("memory", "hugepages-2Mi")])
+def test_rows_read_what_the_matrices_hold(non_zero: bool, names: tuple[str, ...]) -> None:
+    """scoring_rows on a few nodes gives scoring_inputs' rows for them, value for value (a name missing from the
+    columns reads 0), for pods with and without requests."""
+    rng = np.random.default_rng(5)
+    alloc = rng.integers(0, 5000, (9, len(COLS))).astype(np.int64)
+    requested = rng.integers(0, 5000, (9, len(COLS))).astype(np.int64)
+    nonzero = rng.integers(0, 5000, (9, 2)).astype(np.int64)
+    rows = [7, 2, 5]
+    for pod in (_pod("300m", "1Gi", "1"), _pod(None, None, None), _pod("1", None, None)):
+        a, r, p, act = scoring_inputs(names, pod, COLS, alloc[rows], requested[rows], nonzero[rows], non_zero=non_zero)
+        got = scoring_rows(names, pod, COLS, alloc, requested, nonzero, rows, non_zero=non_zero)
+        assert (got.allocatable, got.requested, got.pod_request, got.active) == (
+            a.tolist(), r.tolist(), p.tolist(), act.tolist())
