@@ -253,10 +253,10 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     ssn.score_mask = mask
     try:
         for plugin, fn in ssn.enabled("vector_score"):
-            s = np.asarray(fn(task), dtype=np.float64)
-            total += s
+            raw = fn(task)
+            total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
             if explain:
-                parts.append((plugin, s))
+                parts.append((plugin, np.asarray(raw, dtype=np.float64)))
     finally:
         ssn.score_mask = None
     scalar = ssn.enabled("node_order")

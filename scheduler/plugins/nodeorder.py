@@ -138,6 +138,26 @@ def _balanced_rows(rows: RowInputs) -> IntArray:
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
+def _weighted_sum(summed: Sequence[tuple[int, Scorer]], plugin_weight: int, n: int) -> Scorer:
+    """The plugin's score: each scorer times its weight, summed, times the plugin's weight, in int64 (a weight of
+    1 multiplies nothing; the first product is the sum's start, not added to zeros)."""
+    if not summed:
+        return lambda task: np.zeros(n, dtype=np.int64)
+    (first_weight, first), rest = summed[0], summed[1:]
+
+    def score(task: TaskInfo) -> IntArray:
+        total: IntArray = np.multiply(first(task), first_weight, dtype=np.int64)
+        for weight, scorer in rest:
+            if weight == 1:
+                total += scorer(task)
+            else:
+                total += scorer(task) * weight
+        if plugin_weight != 1:
+            total *= plugin_weight
+        return total
+    return score
+
+
 class NodeOrder:
     name = NAME
 
@@ -149,6 +169,12 @@ class NodeOrder:
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
+        images: list[ImageLocality] = []   # made only with a weight
+
+        def image_scorer() -> Scorer:
+            images.append(ImageLocality(ssn))
+            return images[0].score
+
         builders: list[tuple[str, int, Callable[[], Scorer]]] = [
             ("leastrequested", w.least_requested, lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))),
             ("mostrequested", w.most_requested, lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))),
@@ -156,22 +182,17 @@ class NodeOrder:
             ("nodeaffinity", w.node_affinity, lambda: AffinityCheck(ssn).score),
             ("podaffinity", w.pod_affinity, lambda: InterPodAffinityCheck(ssn).score),
             ("tainttoleration", w.taint_toleration, lambda: TaintCheck(ssn).score),
-            ("imagelocality", w.image_locality, lambda: ImageLocality(ssn).score),
+            ("imagelocality", w.image_locality, image_scorer),
             ("podtopologyspread", w.pod_topology_spread,
              lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score),
         ]
         self.parts = parts = [(name, weight, build()) for name, weight, build in builders if weight]
         if not parts:
             return
-
-        def score(task: TaskInfo) -> IntArray:
-            total = np.zeros(len(ssn.nodes), dtype=np.int64)
-            for _, weight, scorer in parts:
-                total += scorer(task) * weight
-            out: IntArray = total * self.weight
-            return out
-
-        ssn.add_vector_score_fn(NAME, score)
+        # what the sum adds: image locality scores 0 on every node for every pod when no node reports an image
+        summed = [(weight, scorer) for name, weight, scorer in parts
+                  if name != "imagelocality" or images[0].sizes]
+        ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []
