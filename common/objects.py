@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
 from common.podshape import check_pod, check_strings
-from common.podspec import pod_limits, pod_requests
-from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class, qos_class
+from common.podspec import pod_resources
+from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
 
 __all__ = [
@@ -295,9 +295,7 @@ class PodView:
         where = f"Pod {ns}/{name}"
         try:
             check_pod(obj)
-            requests = pod_requests(obj)
-            nonzero = pod_requests(obj, non_zero=True)
-            limits = pod_limits(obj)
+            resources = pod_resources(obj)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
         owner_kind = ""
@@ -307,6 +305,7 @@ class PodView:
                 break
         ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
         prio = spec.get("priority")
+        koord = koord_qos(obj, resources.qos)
         return cls(
             namespace=ns,
             name=name,
@@ -318,12 +317,12 @@ class PodView:
             priority=_integer(prio, 0, f"{where}: spec.priority"),
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
             scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
-            qos=qos_class(obj),
-            koord_qos=koord_qos(obj),
-            priority_class=pod_priority_class(obj),
-            requests=requests,
-            nonzero_requests=nonzero,
-            limits=limits,
+            qos=resources.qos,
+            koord_qos=koord,
+            priority_class=pod_priority_class(obj, koord),
+            requests=resources.requests,
+            nonzero_requests=resources.nonzero_requests,
+            limits=resources.limits,
             owner_kind=owner_kind,
             creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
             start_time=_time(status.get("startTime"), f"{where}: status.startTime"),

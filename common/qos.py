@@ -99,16 +99,18 @@ def priority_band(priority: int | None) -> PriorityClass:
     return PriorityClass.NONE
 
 
-def koord_qos(pod: Mapping[str, Any]) -> str:
-    """Koordinator QoS (LSE/LSR/LS/BE/SYSTEM): the label if valid, else from the kube QoS class."""
+def koord_qos(pod: Mapping[str, Any], qos: QoSClass | None = None) -> str:
+    """Koordinator QoS (LSE/LSR/LS/BE/SYSTEM): the label if valid, else from the kube QoS class (``qos`` when the
+    caller already knows the pod's)."""
     label = ((pod.get("metadata") or {}).get("labels") or {}).get("koordinator.sh/qosClass")
     if label in ("LSE", "LSR", "LS", "BE", "SYSTEM"):
         return str(label)
-    return {"Guaranteed": "LSR", "Burstable": "LS", "BestEffort": "BE"}[qos_class(pod).value]
+    return {"Guaranteed": "LSR", "Burstable": "LS", "BestEffort": "BE"}[(qos or qos_class(pod)).value]
 
 
-def pod_priority_class(pod: Mapping[str, Any]) -> PriorityClass:
-    """Koordinator's ``GetPodPriorityClassWithDefault``: label, then spec.priority band, then QoS."""
+def pod_priority_class(pod: Mapping[str, Any], koord: str | None = None) -> PriorityClass:
+    """Koordinator's ``GetPodPriorityClassWithDefault``: label, then spec.priority band, then QoS (``koord`` when
+    the caller already knows the pod's ``koord_qos``)."""
     label = ((pod.get("metadata") or {}).get("labels") or {}).get("koordinator.sh/priority-class")
     if label is not None:
         try:
@@ -121,4 +123,4 @@ def pod_priority_class(pod: Mapping[str, Any]) -> PriorityClass:
         cls = priority_band((pod.get("spec") or {}).get("priority"))
         if cls is not PriorityClass.NONE:
             return cls
-    return PriorityClass.BATCH if koord_qos(pod) == "BE" else PriorityClass.PROD
+    return PriorityClass.BATCH if (koord or koord_qos(pod)) == "BE" else PriorityClass.PROD

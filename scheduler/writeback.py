@@ -12,10 +12,11 @@ from typing import Any
 
 from common.clock import to_rfc3339
 from common.cluster import ApiError, Cluster, EventRecord
+from common.resources import Resources
 from scheduler.batch import writeback as batch_wb
 from scheduler.batch.lifecycle import PodGroupPhase, status_changed
 from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
-from scheduler.framework.memo import IdentityMemo
+from scheduler.framework.memo import IdentityMemo, SessionMemo
 from scheduler.framework.session import Session
 
 from .binder import COMPONENT, EventLimiter
@@ -79,6 +80,8 @@ class WriteBack:
         self._unchanged: IdentityMemo[tuple[tuple[Any, ...], batch_wb.PodGroupEvent | None]] = IdentityMemo()
         # the queues' allocation sums, updated from one session to the next by the jobs that changed
         self._allocation = batch_wb.QueueAllocation()
+        # the memo and claim of the renewing session whose jobs the sums last counted (None: look at every job)
+        self._counted: tuple[SessionMemo, int] | None = None
 
     def _patch_status(self, kind: str, name: str, patch: Mapping[str, Any], namespace: str | None,
                       stats: WriteBackStats) -> bool:
@@ -94,13 +97,15 @@ class WriteBack:
     def write(self, ssn: Session) -> WriteBackStats:
         stats = WriteBackStats()
         self._unchanged.rotate()
-        phases: dict[str, PodGroupPhase] = {}
+        grouped: list[tuple[str, PodGroupPhase]] = []
+        moved: list[str] = []   # the jobs whose tasks may have changed status in the session
         for job in ssn.jobs.values():
-            if job.may_be_unsettled():   # else no task is Pending, Pipelined or Allocated
+            if job.may_be_unsettled():   # else no task is Pending, Pipelined or Allocated, nor moved
+                moved.append(job.uid)
                 self._pods(ssn, job, stats)
             if job.podgroup is not None:
-                phases[job.uid] = self._podgroup(ssn, job, stats)
-        self._queues(ssn, stats, phases)
+                grouped.append((job.queue, self._podgroup(ssn, job, stats)))
+        self._queues(ssn, stats, grouped, moved)
         return stats
 
     def _pods(self, ssn: Session, job: JobInfo, stats: WriteBackStats) -> None:
@@ -156,8 +161,10 @@ class WriteBack:
                                          message=event.message))
         return phase
 
-    def _queues(self, ssn: Session, stats: WriteBackStats, phases: Mapping[str, PodGroupPhase]) -> None:
-        statuses = batch_wb.queue_statuses(ssn.jobs.values(), ssn.queues, phases, self._allocation)
+    def _queues(self, ssn: Session, stats: WriteBackStats, grouped: list[tuple[str, PodGroupPhase]],
+                moved: list[str]) -> None:
+        statuses = batch_wb.statuses_of(ssn.queues, batch_wb.with_descendants(self._allocated(ssn, moved),
+                                                                              ssn.queues), grouped)
         for name, q in ssn.queues.items():
             if q.view is None:
                 continue
@@ -166,3 +173,20 @@ class WriteBack:
             new.update(statuses[name])
             if new != old and self._patch_status("Queue", name, new, None, stats):
                 stats.queue_status += 1
+
+    def _allocated(self, ssn: Session, moved: list[str]) -> dict[str, Resources]:
+        """Each queue's own allocation after the session.  A renewing session that follows the one these sums
+        last counted names the jobs that may differ from then: those it did not take over as that session left
+        them (``kept_jobs``: groups of one nothing set anything on since) and those whose tasks moved in it (any
+        change of ``allocated`` moves a task); the others are the same objects with the same amounts."""
+        counted, self._counted = self._counted, None   # an error below leaves the sums to be checked in full
+        memo = ssn.memo
+        if ssn.renewing and counted is not None and counted[0] is memo and counted[1] == memo.previous_claim:
+            changed = ssn.jobs.keys() - ssn.kept_jobs
+            changed.update(moved)
+            own = self._allocation.own_changed(ssn.jobs, ssn.queues, changed)
+        else:
+            own = self._allocation.own(list(ssn.jobs.values()), ssn.queues)
+        if ssn.renewing:
+            self._counted = (memo, memo.claimed_epoch)
+        return own

@@ -2,35 +2,42 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from itertools import compress, filterfalse
+from operator import attrgetter
+
 from scheduler.framework.api import JobInfo, QueueInfo
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import PriorityQueue, Session
 
 __all__ = ["Enqueue"]
 
+_START = attrgetter("schedule_start")
+_QUEUE = attrgetter("queue")
+_PHASE = attrgetter("phase")
+_PENDING_PHASES = frozenset({"", "Pending"})   # JobInfo.is_pending
+
 
 class Enqueue:
     name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
+        jobs = ssn.jobs.values()
+        _stamp(jobs, ssn.now)
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
-        seen: set[str] = set()
-        jobs: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
-            if job.schedule_start is None:
-                # not noted as a change (SingleJob): every session stamps every job, and taking one over clears it
-                object.__setattr__(job, "schedule_start", ssn.now)
-            queue = ssn.queues.get(job.queue)
-            if queue is None:
-                continue
-            if queue.name not in seen:
-                seen.add(queue.name)
+        # every queue holding a job, in the order of its first job: the others are never pushed
+        for name in dict.fromkeys(map(_QUEUE, jobs)):
+            queue = ssn.queues.get(name)
+            if queue is not None:
                 queues.push(queue)
-            if job.is_pending():
-                jobs.setdefault(queue.name, ssn.job_queue()).push(job)
+        pending: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in compress(jobs, map(_PENDING_PHASES.__contains__, map(_PHASE, jobs))):
+            queue = ssn.queues.get(job.queue)
+            if queue is not None:
+                pending.setdefault(queue.name, ssn.job_queue()).push(job)
         while not queues.empty():
             queue = queues.pop()
-            jq = jobs.get(queue.name)
+            jq = pending.get(queue.name)
             if jq is None or jq.empty():
                 continue
             job = jq.pop()
@@ -38,6 +45,14 @@ class Enqueue:
                 ssn.job_enqueued(job)
                 job.phase = "Inqueue"
             queues.push(queue)
+
+
+def _stamp(jobs: Collection[JobInfo], now: float) -> None:
+    """Stamp ``schedule_start`` on the jobs without one.  Not noted as a change (SingleJob): a carried job keeps
+    its stamp, so most sessions find none to stamp; the jobs are sifted in C (a falsy stamp is checked for None)."""
+    for job in filterfalse(_START, jobs):
+        if job.schedule_start is None:
+            object.__setattr__(job, "schedule_start", now)
 
 
 @register_action("enqueue")

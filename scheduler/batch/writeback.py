@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from operator import attrgetter
 from typing import Any
 
@@ -41,6 +42,8 @@ __all__ = [
     "QueueAllocation",
     "queue_allocated",
     "queue_statuses",
+    "statuses_of",
+    "with_descendants",
 ]
 
 UNSCHEDULABLE = "Unschedulable"
@@ -135,41 +138,61 @@ class QueueAllocation:
 
     A job's ``allocated`` is an immutable :class:`Resources`, and a session takes most jobs over from the one
     before (:mod:`scheduler.framework.memo`): a job object still in the same queue with the very same
-    ``allocated`` object adds what it added last time.  So the per-queue sums are kept, and only the jobs that came,
-    went, or hold another queue or amount than last time — a few per session: those whose tasks moved, and the
-    PodGroup jobs, whose total is summed afresh each session — change them.  Integer sums: taking a job's amount
-    away and adding the new one gives exactly the fresh sum."""
+    ``allocated`` object adds what it added last time.  So the per-queue sums are kept, with what each job (by uid)
+    added, and only the jobs that came, went, or hold another queue or amount than last time — a few per session:
+    those whose tasks moved, and the PodGroup jobs, whose total is summed afresh each session — change them.
+    :meth:`own` compares every job; :meth:`own_changed` only those its caller names.  Integer sums: taking a job's
+    amount away and adding the new one gives exactly the fresh sum."""
 
     __slots__ = ("_held", "_sums")
 
     def __init__(self) -> None:
-        # id(job) -> (job, its queue, its allocated), as last counted; holding the job keeps its id from being reused
-        self._held: dict[int, tuple[JobInfo, str, Resources]] = {}
+        self._held: dict[str, tuple[JobInfo, str, Resources]] = {}   # job uid -> (job, queue, allocated) counted
         self._sums: dict[str, dict[str, int]] = {}   # per queue name (present or not), its jobs' total
 
     def own(self, jobs: Sequence[JobInfo], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
         """Per queue of ``queues``, the sum of its jobs' ``allocated`` (without its descendants')."""
-        held = dict(zip(map(id, jobs), zip(jobs, map(_QUEUE, jobs), map(_ALLOCATED, jobs), strict=True),
+        held = dict(zip(map(_UID, jobs), zip(jobs, map(_QUEUE, jobs), map(_ALLOCATED, jobs), strict=True),
                         strict=True))
-        if len(held) != len(jobs):   # a job listed twice counts twice: summed afresh, nothing kept
+        if len(held) != len(jobs):   # a uid listed twice counts twice: summed afresh, nothing kept
             self._held, self._sums = {}, {}
             return _summed(jobs, queues)
-        old, sums = self._held, self._sums
-        if held != old:
+        if held != self._held:
             # tuples compare item by item, the same object being equal: only a changed job reaches Resources.__eq__
-            for key in old.keys() - held.keys():
-                _, queue, amount = old[key]
-                _accumulate(sums, queue, amount, -1)
-            for key, now in held.items():
-                was = old.get(key)
-                if was is None or was[1] is not now[1] or was[2] is not now[2]:
-                    if was is not None:
-                        _accumulate(sums, was[1], was[2], -1)
-                    _accumulate(sums, now[1], now[2], 1)
-            self._held = held
+            self._recount(held, held.keys() | self._held.keys())
+        return self._totals(queues)
+
+    def own_changed(self, jobs: Mapping[str, JobInfo], queues: Mapping[str, QueueInfo],
+                    changed: Iterable[str]) -> dict[str, Resources]:
+        """:meth:`own` of ``jobs`` (by uid), when every job not in ``changed`` is the job object the last call
+        counted under its uid, with the same queue and ``allocated`` objects: only the named jobs and those gone
+        since are looked at."""
+        self._recount(jobs, chain(changed, self._held.keys() - jobs.keys()))
+        return self._totals(queues)
+
+    def _recount(self, jobs: Mapping[str, JobInfo | tuple[JobInfo, str, Resources]], uids: Iterable[str]) -> None:
+        """Count each of ``uids`` as ``jobs`` has it now (a job, or a job with its queue and amount), or not at
+        all when it is not there."""
+        held, sums = self._held, self._sums
+        for uid in uids:
+            got = jobs.get(uid)
+            now = got if got is None or isinstance(got, tuple) else (got, got.queue, got.allocated)
+            was = held.get(uid)
+            if was is not None and now is not None and was[0] is now[0] and was[1] is now[1] and was[2] is now[2]:
+                continue
+            if was is not None:
+                del held[uid]
+                _accumulate(sums, was[1], was[2], -1)
+            if now is not None:
+                held[uid] = now
+                _accumulate(sums, now[1], now[2], 1)
+
+    def _totals(self, queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
+        sums = self._sums
         return {name: Resources(sums.get(name) or {}) for name in queues}
 
 
+_UID = attrgetter("uid")
 _ALLOCATED = attrgetter("allocated")
 _QUEUE = attrgetter("queue")
 
@@ -200,10 +223,14 @@ def queue_allocated(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo],
     When a ``root`` queue exists the queues form a tree through ``spec.parent`` (default ``root``) and every
     ancestor accumulates its descendants' allocation.  ``kept``: the sums of the previous call (updated).
     """
-    own = (kept if kept is not None else QueueAllocation()).own(list(jobs), queues)
-    if "root" not in queues:
-        return own
+    return with_descendants((kept if kept is not None else QueueAllocation()).own(list(jobs), queues), queues)
+
+
+def with_descendants(own: Mapping[str, Resources], queues: Mapping[str, QueueInfo]) -> dict[str, Resources]:
+    """Each queue's own allocation plus, under a ``root`` queue, its descendants' (:func:`queue_allocated`)."""
     out = dict(own)
+    if "root" not in queues:
+        return out
     for name, amount in own.items():
         seen = {name}
         parent = (queues[name].parent or "root") if name != "root" else ""
@@ -224,12 +251,17 @@ def queue_statuses(jobs: Iterable[JobInfo], queues: Mapping[str, QueueInfo],
     Closed), since no other component drives it.  ``kept``: the allocation sums of the previous call (updated).
     """
     job_list = list(jobs)
-    allocated = queue_allocated(job_list, queues, kept)
+    grouped = [(job.queue, phase) for job in job_list if (phase := phases.get(job.uid)) is not None]
+    return statuses_of(queues, queue_allocated(job_list, queues, kept), grouped)
+
+
+def statuses_of(queues: Mapping[str, QueueInfo], allocated: Mapping[str, Resources],
+                grouped: Iterable[tuple[str, PodGroupPhase]]) -> dict[str, dict[str, Any]]:
+    """:func:`queue_statuses` from each queue's allocation (with its descendants') and the (queue, phase after
+    the session) of every job with a PodGroup object."""
     per_queue: dict[str, list[PodGroupPhase]] = {}
-    for job in job_list:
-        phase = phases.get(job.uid)
-        if phase is not None:
-            per_queue.setdefault(job.queue, []).append(phase)
+    for queue, phase in grouped:
+        per_queue.setdefault(queue, []).append(phase)
     out: dict[str, dict[str, Any]] = {}
     for name, q in queues.items():
         groups = per_queue.get(name, [])

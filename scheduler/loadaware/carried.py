@@ -14,7 +14,7 @@ nothing is carried and the caller opens the state from scratch (:func:`scheduler
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import is_not
@@ -75,22 +75,24 @@ def _stale(kept: CarriedNodes, now: float) -> BoolArray:
 
 
 def _changed(kept: CarriedNodes, views: Sequence[NodeView], pods: Mapping[int, PodView],
-             metrics: Sequence[NodeMetricView | None], now: float) -> list[int]:
-    """The positions of the nodes whose state must be derived anew (same node names, in the same order)."""
+             metrics: Sequence[NodeMetricView | None], now: float) -> tuple[list[int], set[int]]:
+    """The positions of the nodes whose state must be derived anew (same node names, in the same order), and of
+    those among them whose pods changed (the others keep their entries)."""
     n = len(views)
-    out = set(compress(range(n), map(is_not, views, kept.views)))
-    out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
+    moved: set[int] = set()
     index, before = kept.index, kept.pods
     for key in pods.keys() - before.keys():
         i = index.get(pods[key].node_name)
         if i is not None:
-            out.add(i)
+            moved.add(i)
     for key in before.keys() - pods.keys():
         i = index.get(before[key].node_name)
         if i is not None:
-            out.add(i)
+            moved.add(i)
+    out = set(compress(range(n), map(is_not, views, kept.views)))
+    out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
     out.update(np.flatnonzero(_stale(kept, now)).tolist())
-    return sorted(out)
+    return sorted(out | moved), moved
 
 
 class _Update:
@@ -123,9 +125,10 @@ class _Update:
             self.update, self.then = np.full(n, np.nan), np.zeros(n)
             self.recent, self.dated = np.full(n, np.nan), np.zeros(n, dtype=np.bool_)
 
-    def node(self, i: int, view: NodeView, metric: NodeMetricView | None, pods: Sequence[PodView],
+    def node(self, i: int, view: NodeView, metric: NodeMetricView | None, pods: Sequence[PodView] | None,
              now: float) -> None:
-        """Derive node ``i``'s state anew from its view, NodeMetric and pods."""
+        """Derive node ``i``'s state anew from its view, NodeMetric and pods (None: the same pods as before, whose
+        entries are kept)."""
         memo, names = self.memo, self.args.resource_names
         profile = memo.profile(view.annotations)
         if profile is not self.profiles[i]:
@@ -134,7 +137,8 @@ class _Update:
                 mine[i] = one[0]
         if view is not self.views[i]:
             self.allocatable[i] = allocatable_row(view, names)
-        self._group(view.name, memo.node_entries(view.name, pods, now))
+        if pods is not None:
+            self._group(view.name, memo.node_entries(view.name, pods, now))
         group = self.groups[view.name]
         self.has_metric[i] = metric is not None
         if metric is None:
@@ -149,6 +153,8 @@ class _Update:
 
     def _group(self, name: str, group: NodeEntries) -> None:
         old = self.groups.get(name)
+        if old is group:
+            return
         if old is not None:
             self.total -= len(old.entries)
             for key in old.by_key:
@@ -194,10 +200,14 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
         memo.forget_nodes_except(names)
     else:
         index = kept.index
-    changed = range(len(views)) if kept is None else _changed(kept, views, by_id, on_node, now)
+    if kept is None:
+        changed: Sequence[int] = range(len(views))
+        moved: Container[int] = changed
+    else:
+        changed, moved = _changed(kept, views, by_id, on_node, now)
     update = _Update(args, memo, views, kept)
     for i in changed:
-        update.node(i, views[i], on_node[i], pods_on(i), now)
+        update.node(i, views[i], on_node[i], pods_on(i) if i in moved else None, now)
     made = update.done(views, names, index, by_id, on_node) if len(index) == len(names) else None
     memo.carried_nodes = made
     return made

@@ -14,7 +14,8 @@ pod" — and a pod without labels gets no default constraints, as kube does for 
 
 The formulas are those of :mod:`scheduler.predicates.spread` evaluated on per-node counts kept by
 :class:`PodIndex`, which the session's allocate/deallocate events keep current, so a pod's spread costs O(nodes)
-instead of a scan of every pod; the tests check both give the same answers.
+instead of a scan of every pod; the tests check both give the same answers.  The index's per-group counts are
+carried from one session to the next and moved only by the nodes whose pods changed.
 """
 
 from __future__ import annotations
@@ -153,6 +154,76 @@ class _Group:
                 live[node] += delta
 
 
+class _Tally:
+    """One group's per-node counts (all its pods, those not terminating) as the sessions' seeds give them, without
+    zero entries; ``pod`` is one of its pods (each has the group's namespace and labels)."""
+
+    __slots__ = ("pod", "every", "live")
+
+    def __init__(self, pod: PodView) -> None:
+        self.pod = pod
+        self.every: dict[int, int] = {}
+        self.live: dict[int, int] = {}
+
+
+def _bump(counts: dict[int, int], node: int, delta: int) -> None:
+    n = counts.get(node, 0) + delta
+    if n:
+        counts[node] = n
+    else:
+        del counts[node]
+
+
+class _Carried:
+    """What one session's index hands the next: the seed of each node, and the groups' counts over every seed's
+    pods (``tallies``), which the next session moves by the seeds that changed instead of counting every pod.
+    Never changed once made (an index still opening may hold it): :meth:`moved` makes the next one, sharing the
+    tallies no seed changed."""
+
+    __slots__ = ("seeds", "tallies", "_fresh")
+
+    def __init__(self, seeds: dict[str, _NodeSeed] | None = None, tallies: dict[GroupKey, _Tally] | None = None
+                 ) -> None:
+        self.seeds: dict[str, _NodeSeed] = seeds or {}
+        self.tallies: dict[GroupKey, _Tally] = tallies or {}
+        self._fresh: set[GroupKey] = set()  # while moving: the tallies already copied
+
+    def moved(self, seeds: dict[str, _NodeSeed]) -> _Carried:
+        """The carried state of ``seeds``: the pods of a seed no longer kept leave the tallies, those of a new one
+        enter them."""
+        out = _Carried(seeds, dict(self.tallies))
+        before = self.seeds
+        for name in before.keys() | seeds.keys():
+            old, new = before.get(name), seeds.get(name)
+            if old is new:
+                continue
+            if old is not None:
+                for _, p in old.placed:
+                    out._add(p, -1)
+            if new is not None:
+                for _, p in new.placed:
+                    out._add(p, 1)
+        out._fresh = set()
+        return out
+
+    def _add(self, p: _Placed, delta: int) -> None:
+        key = p.group
+        tally = self.tallies.get(key)
+        if key not in self._fresh:  # shared with the state this one was moved from: changed on a copy
+            self._fresh.add(key)
+            copied = _Tally(tally.pod if tally is not None else p.pod)
+            if tally is not None:
+                copied.every, copied.live = dict(tally.every), dict(tally.live)
+            tally = self.tallies[key] = copied
+        assert tally is not None
+        _bump(tally.every, p.node, delta)
+        if not p.terminating:
+            _bump(tally.live, p.node, delta)
+        if not tally.every:
+            del self.tallies[key]
+            self._fresh.discard(key)
+
+
 def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:
     """Label pairs one of which every pod the matcher matches carries: the values of its narrowest ``In``
     requirement (None when it has none, and then any pod may match)."""
@@ -197,6 +268,11 @@ class PodIndex:
         # the groups by label pair, so a matcher is tried only on the groups carrying one of its required pairs
         self._groups: dict[GroupKey, _Group] | None = None
         self._by_pair: dict[tuple[str, str], list[_Group]] = {}
+        # until the groups are made, what they start from: the carried tallies of the seeds, the placed pods of
+        # the nodes without a seed, and every change synced since
+        self._tallies: dict[GroupKey, _Tally] = {}
+        self._loose: list[_Placed] = []
+        self._journal: list[tuple[_Placed, int]] = []
         self._group_keys = ssn.memo.table("podindex.group")
         self._seed(ssn)
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
@@ -209,7 +285,8 @@ class PodIndex:
         since the session build made them (:func:`~scheduler.framework.api.is_untouched`: then their uid, node
         and status are what the pod says)."""
         memo = ssn.memo.table("podindex.pod")
-        kept: dict[str, _NodeSeed] = ssn.memo.value(_NODES_KEY) or {}
+        carried: _Carried = ssn.memo.value(_NODES_KEY) or _Carried()
+        kept = carried.seeds
         seeds: dict[str, _NodeSeed] = {}
         rows: list[int] = []
         try:
@@ -231,7 +308,9 @@ class PodIndex:
             # a uid seen twice (not from a real cluster): seed it all task by task, and sync decides
             self._reseed(ssn)
             return
-        ssn.memo.set_value(_NODES_KEY, seeds)
+        carried = carried.moved(seeds)
+        self._tallies = carried.tallies
+        ssn.memo.set_value(_NODES_KEY, carried)
         self._count(rows)
 
     def _take_seed(self, seed: _NodeSeed, rows: list[int]) -> None:
@@ -251,6 +330,7 @@ class PodIndex:
         """Places a node's tasks one by one, recording them in ``seed`` when given; returns the seed to keep
         (None once a task counts on another row than the node's); :class:`_SameUid` on a uid already placed."""
         index, placed_by_uid = self._index, self._placed
+        mine: list[_Placed] = []
         for task in tasks:
             idx = index.get(task.node_name) if task.node_name else None
             status = task.status
@@ -260,6 +340,7 @@ class PodIndex:
                 raise _SameUid
             placed, affinity, host_ports = _placement(memo, task.pod, idx, status)
             placed_by_uid[task.uid] = placed
+            mine.append(placed)
             rows.append(idx)
             if affinity:
                 self.with_affinity[task.uid] = placed
@@ -272,6 +353,8 @@ class PodIndex:
                 seed.add(task.uid, placed, affinity, host_ports)
         if seed is not None:
             seed.rows = [here] * len(seed.placed) if here is not None else []
+        else:
+            self._loose += mine  # counted into the groups one by one
         return seed
 
     def _reseed(self, ssn: Session) -> None:
@@ -279,6 +362,9 @@ class PodIndex:
         ssn.memo.set_value(_NODES_KEY, None)
         self._groups = None
         self._by_pair.clear()
+        self._tallies = {}
+        self._loose.clear()
+        self._journal.clear()
         self._placed.clear()
         self.with_affinity.clear()
         self.with_host_ports.clear()
@@ -333,6 +419,8 @@ class PodIndex:
         self.pod_count[p.node] += delta
         if self._groups is not None:
             self._group(p).add(p, delta)
+        else:
+            self._journal.append((p, delta))
         if _has_pod_affinity(p.pod):
             if delta > 0:
                 self.with_affinity[uid] = p
@@ -349,9 +437,7 @@ class PodIndex:
         hit = self._counts.get(matcher)
         if hit is None:
             if self._groups is None:
-                self._groups = {}
-                for p in self._placed.values():
-                    self._group(p).add(p, 1)
+                self._make_groups()
             hit = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
             for group in self._candidates(matcher):
                 if matcher_matches(matcher, group.pod):
@@ -360,6 +446,23 @@ class PodIndex:
                     group.targets.append(hit)
             self._counts[matcher] = hit
         return hit[0] if include_terminating else hit[1]
+
+    def _make_groups(self) -> None:
+        """The groups of the placed pods: a copy of the carried tallies (the seeded nodes' pods), then the pods of
+        the other nodes and the changes synced since the session opened, one by one."""
+        groups: dict[GroupKey, _Group] = {}
+        self._groups = groups
+        by_pair = self._by_pair
+        for key, tally in self._tallies.items():
+            group = groups[key] = _Group(tally.pod, [])
+            group.every, group.live = dict(tally.every), dict(tally.live)
+            for pair in key[1]:
+                by_pair.setdefault(pair, []).append(group)
+        for p in self._loose:
+            self._group(p).add(p, 1)
+        for p, delta in self._journal:
+            self._group(p).add(p, delta)
+        self._tallies, self._loose, self._journal = {}, [], []
 
     def _candidates(self, matcher: Matcher) -> list[_Group]:
         """The groups ``matcher`` may match: those carrying one of its required label pairs, or every group."""

@@ -153,7 +153,8 @@ def test_a_pod_key_on_two_nodes_is_not_carried() -> None:
 
 
 def test_an_unchanged_node_is_not_derived_again() -> None:
-    """Only the node whose pods changed asks for its pods: a session costs what changed, not every node."""
+    """Only the node whose pods changed asks for its pods (one whose NodeMetric changed keeps its entries): a
+    session costs what changed, not every node."""
     args = parse_loadaware_args({})
     world = _World()
     memo = LoadAwareMemo.of(SessionMemo(), args)
@@ -168,6 +169,12 @@ def test_an_unchanged_node_is_not_derived_again() -> None:
     world.apply("pod", 7, 3)   # a new pod bound to n2
     open_carried(args, memo, world.nodes, list(world.pods.values()), pods_on, world.metrics, 1001.0)
     assert asked == [2]
+    asked.clear()
+    world.apply("metric", 1, 4)   # n1 reports anew: its rows are made again, from the entries it kept
+    carried = open_carried(args, memo, world.nodes, list(world.pods.values()), pods_on, world.metrics, 1002.0)
+    assert asked == []
+    assert carried is not None
+    _assert_same(carried, open_state(args, world.nodes, list(world.pods.values()), world.metrics, 1002.0), 0)
 
 
 def test_rows_made_before_a_metric_window_are_made_anew_once_the_clock_passes_it() -> None:

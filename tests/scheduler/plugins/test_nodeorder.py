@@ -43,6 +43,15 @@ def test_weight_zero_disables_and_mostrequested_packs() -> None:
     assert "nodeorder" not in ssn.explain["default/p"].scores["a"]  # type: ignore[index]
 
 
+def test_plugin_weight_multiplies_the_weighted_sum() -> None:
+    """The plugin's weight multiplies the sum of weighted scorers; no node reporting an image adds nothing."""
+    objs = [node("a", cpu="4", memory="8Gi"), node("b", cpu="8", memory="8Gi"), pod("p", cpu="1", memory="1Gi")]
+    weights = _only(leastrequested=1, balancedresource=2, imagelocality=1)
+    ssn, _ = run(objs, conf(("nodeorder", weights, 3)), explain=True)
+    # (leastrequested + 2 x balancedresource) x 3: a (81 + 186) x 3, b (87 + 200) x 3
+    assert scores(ssn, "default/p", "nodeorder") == {"a": 801, "b": 861}
+
+
 def test_image_locality() -> None:
     a = node("a")
     a["status"]["images"] = [{"names": ["nginx:1.25"], "sizeBytes": 500 * MB},

@@ -11,12 +11,24 @@ from typing import Any
 import numpy as np
 import pytest
 
+from common.clock import FakeClock
 from common.config import ConfigError
+from common.objects import NodeView, PodView
+from common.selectors import LabelSelector
+from scheduler.framework.memo import SessionMemo
+from scheduler.framework.session import Session
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.statement import Statement
-from scheduler.plugins.podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck
+from scheduler.plugins.podtopologyspread import (
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    Matcher,
+    PodIndex,
+    SpreadCheck,
+    matcher_matches,
+)
 from scheduler.predicates.spread import parse_constraints, spread_filter, spread_score
+from tests.scheduler.factories import T0, RecordingSink, node, pod, run, session
 from tests.scheduler.factories import conf as parse
-from tests.scheduler.factories import node, pod, run, session
 
 from .helpers import conf, message, scores
 
@@ -247,3 +259,58 @@ def test_index_counts_by_label_groups_equal_pod_by_pod_counts_as_tasks_move() ->
             ssn.mark_releasing(task)
         for m in matchers[: 6 + step // 10]:
             assert index.counts(m, include_terminating=False).tolist() == brute(m), (step, m)
+
+
+def test_group_counts_carried_from_session_to_session_equal_pod_by_pod_counts() -> None:
+    """The groups' counts a session starts from are the previous session's, moved by the nodes whose pods changed:
+    over sessions where pods come, go, start terminating and change labels, every matcher's counts equal a count
+    over the placed pods; so they do in a session opened while another one still holds the carried counts."""
+    rng = random.Random(7)
+    apps = [{"app": "web"}, {"app": "db"}, {"app": "web", "tier": "front"}, {"app": "batch"}]
+    nodes = [NodeView.parse(node(f"n{i}", cpu="64")) for i in range(5)]
+    pods: dict[str, PodView] = {}
+    matchers: list[Matcher] = [((frozenset({ns}), LabelSelector.parse({"matchLabels": sel})),) for ns in ("a", "b")
+                for sel in ({"app": "web"}, {"app": "db"}, {})]
+    matchers.append(((None, LabelSelector.parse({"matchExpressions": [{"key": "tier", "operator": "Exists"}]})),))
+    memo = SessionMemo()
+    parsed = parse(conf("podtopologyspread"))
+
+    def open_session() -> Session:
+        snap = Snapshot.build(nodes, list(pods.values()))
+        return Session(snap, parsed, clock=FakeClock(T0 + 60), sink=RecordingSink(), memo=memo, renew=True)
+
+    def check(ssn: Session) -> None:
+        index = PodIndex.of(ssn)
+        for m in matchers:
+            for terminating in (False, True):
+                want = [0] * len(ssn.nodes)
+                for p in index._placed.values():
+                    if matcher_matches(m, p.pod) and (terminating or not p.terminating):
+                        want[p.node] += 1
+                assert index.counts(m, include_terminating=terminating).tolist() == want
+
+    def change() -> None:
+        for _ in range(rng.randrange(1, 6)):
+            name = f"p{rng.randrange(30)}"
+            old = pods.get(name)
+            if old is None or rng.random() < 0.3:
+                labels = rng.choice(apps)
+                pods[name] = PodView.parse(pod(name, cpu="100m", namespace=rng.choice(["a", "b"]), labels=labels,
+                                               node_name=f"n{rng.randrange(5)}"))
+            elif rng.random() < 0.5:
+                del pods[name]
+            else:  # terminating from now on
+                raw = {**old.raw, "metadata": {**old.raw["metadata"], "deletionTimestamp": "2024-01-01T00:00:00Z"}}
+                pods[name] = PodView.parse(raw)
+
+    for k in range(25):
+        change()
+        ssn = open_session()
+        PodIndex.of(ssn)
+        if k % 5 == 4:  # another session moves the carried counts before this one counts anything
+            change()
+            check(open_session())
+        check(ssn)
+        ssn.close()
+        memo.release(ssn)
+        memo.rotate()
