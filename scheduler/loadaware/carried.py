@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import is_not
+from operator import attrgetter, is_not
 
 import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView, NodeView, PodView
+from common.reservation import RESERVATIONS_ANNOTATION
 
 from .args import LoadAwareArgs
 from .cache import AssignedPodCache, NodeEntries
@@ -37,6 +38,7 @@ IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 _Thresholds = tuple[IntArray, IntArray, BoolArray, BoolArray]
+_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,7 @@ class CarriedNodes:
     then: FloatArray                             # the session time each node's rows were computed at
     recent: FloatArray                           # its NodeMetric's update less the reporting interval (NaN: none)
     dated: BoolArray                             # whether its rows read entries dated with the session time
+    reserving: tuple[int, ...]                   # the nodes whose view has a rebalancer reservations annotation
 
 
 def _stale(kept: CarriedNodes, now: float) -> BoolArray:
@@ -102,11 +105,13 @@ class _Update:
                  kept: CarriedNodes | None) -> None:
         self.args, self.memo = args, memo
         n, k = len(views), len(args.resource_names)
+        self.fresh = kept is None   # every node is derived, none from what was kept
         self.views: Sequence[NodeView | None] = kept.views if kept else [None] * n
-        self.profiles: list[ThresholdProfile | None] = list(kept.profiles) if kept else [None] * n
+        self.profiles: list[ThresholdProfile] = list(kept.profiles) if kept else [memo.base_profile] * n
         self.groups = dict(kept.groups) if kept else {}
         self.node_of = dict(kept.node_of) if kept else {}
         self.total = len(self.node_of)
+        self.reserving = set(kept.reserving) if kept else set()
         self.irregular = False
         if kept is not None:
             plain, prod, prod_enabled, agg_used = kept.thresholds
@@ -131,12 +136,16 @@ class _Update:
         entries are kept)."""
         memo, names = self.memo, self.args.resource_names
         profile = memo.profile(view.annotations)
-        if profile is not self.profiles[i]:
+        if self.fresh or profile is not self.profiles[i]:
             self.profiles[i] = profile
             for mine, one in zip(self.thresholds, threshold_matrices([profile], names), strict=True):
                 mine[i] = one[0]
         if view is not self.views[i]:
             self.allocatable[i] = allocatable_row(view, names)
+            if view.annotations.get(RESERVATIONS_ANNOTATION):
+                self.reserving.add(i)
+            else:
+                self.reserving.discard(i)
         if pods is not None:
             self._group(view.name, memo.node_entries(view.name, pods, now))
         group = self.groups[view.name]
@@ -175,12 +184,10 @@ class _Update:
                   self.recent, self.dated)
         for a in arrays:
             a.flags.writeable = False
-        profiles = tuple(p for p in self.profiles if p is not None)
-        if len(profiles) != len(views):
-            raise ValueError("a node's threshold profile was not derived")   # every node is derived when new
-        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, profiles,
+        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, tuple(self.profiles),
                             self.thresholds, self.allocatable, self.groups, self.node_of,
-                            self.has_status, self.rows, self.update, self.then, self.recent, self.dated)
+                            self.has_status, self.rows, self.update, self.then, self.recent, self.dated,
+                            tuple(sorted(self.reserving)))
 
 
 def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
@@ -189,7 +196,7 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
     """The nodes' state at ``now``, from what ``memo`` carried (kept there for the next session); ``pods_on(i)``:
     the pods bound to node ``i`` as the session counts them, asked only for the nodes derived anew.  None (and
     nothing kept) when the state cannot be carried (see the module's docstring)."""
-    names = tuple(v.name for v in views)
+    names = tuple(map(_NAME, views))
     by_id = dict(zip(map(id, pods), pods, strict=True))
     on_node = tuple(map(metrics.get, names))
     kept = memo.carried_nodes

@@ -185,7 +185,10 @@ class LoadAware:
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
         state = self._open_state(ssn, views, memo, percent)
-        own = self._reserve_rebalanced(state, views, ssn.now)
+        carried = memo.carried_nodes
+        # only the nodes with a reservations annotation can hold a reservation (the carried state knows them)
+        reserving = views if carried is None else [views[i] for i in carried.reserving]
+        own = self._reserve_rebalanced(state, reserving, ssn.now)
         self.state = state
 
         pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from common.clock import to_rfc3339
 from common.objects import NodeMetricView, NodeView, PodView
+from common.reservation import RESERVATIONS_ANNOTATION
 from scheduler.framework.memo import SessionMemo
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod
@@ -37,6 +38,8 @@ def _node(i: int, version: int) -> NodeView:
     annotations = {THRESHOLDS: json.dumps({"usageThresholds": {"cpu": 50 + version % 3 * 10}})} if version % 2 else {}
     if version % 3 == 2:
         annotations["node.koordinator.sh/raw-allocatable"] = json.dumps({"cpu": "6"})
+    if version % 4 == 3:
+        annotations[RESERVATIONS_ANNOTATION] = "[]"
     return NodeView.parse({"apiVersion": "v1", "kind": "Node",
                            "metadata": {"name": f"n{i}", "annotations": annotations},
                            "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}})
@@ -131,6 +134,9 @@ def test_carried_state_equals_a_fresh_one_after_every_step(which_args: int,
         assert carried is not None
         fresh = open_state(args, world.nodes, pods, world.metrics, world.now)
         _assert_same(carried, fresh, step)
+        kept = LoadAwareMemo.of(memo, args).carried_nodes
+        assert kept is not None and kept.reserving == tuple(
+            i for i, n in enumerate(world.nodes) if n.annotations.get(RESERVATIONS_ANNOTATION)), step
         # what the session places is its own: the next session opens without it
         carried.reserve(AssignedPod("d/placed", "n1", (1000, GI), False, world.now, None))
         carried.unreserve("d/p1")
