@@ -85,6 +85,8 @@ def above(value: float | int, line: Fraction) -> bool:
 
 
 def _parse_series_key(key: str) -> tuple[str, dict[str, str]] | None:
+    if "{" not in key:  # a plain metric name (most keys, every tick): the pattern needs a brace
+        return None
     m = _SERIES_KEY.match(key)
     if m is None:
         return None

@@ -60,6 +60,11 @@ class PolicyStore:
         self._valid: dict[str, WaterlinePolicy] = {}
         self._rejected: dict[str, Rejection] = {}
         self._informer: Informer | None = None
+        # bumped (under the lock) whenever the valid or rejected policies change; the applicable policies per
+        # node label set are kept while it stays the same
+        self._generation = 0
+        self._applicable: dict[frozenset[tuple[str, str]], list[WaterlinePolicy]] = {}
+        self._applicable_generation = 0
 
     # -- feeding ----------------------------------------------------------------------------------------
     def upsert(self, obj: Mapping[str, Any]) -> WaterlinePolicy | Rejection:
@@ -73,6 +78,7 @@ class PolicyStore:
             with self._lock:
                 previous = self._rejected.get(name)
                 self._rejected[name] = rej
+                self._generation += 1
             kept = self._valid.get(name)
             log.warning("WaterlinePolicy %s rejected (%s)%s", name or "<unnamed>", rej.text,
                         "; the last valid version keeps running" if kept else "")
@@ -82,6 +88,7 @@ class PolicyStore:
         with self._lock:
             self._valid[policy.name] = policy
             self._rejected.pop(policy.name, None)
+            self._generation += 1
         self._report(obj, None, True)
         return policy
 
@@ -89,6 +96,7 @@ class PolicyStore:
         with self._lock:
             self._valid.pop(name, None)
             self._rejected.pop(name, None)
+            self._generation += 1
 
     def replace_all(self, objs: Iterable[Mapping[str, Any]]) -> list[Rejection]:
         """Load a full set (a file); policies not in it are dropped.  Returns the rejections."""
@@ -105,6 +113,7 @@ class PolicyStore:
             for name in list(self._valid):
                 if name not in names:
                     del self._valid[name]
+            self._generation += 1
         return rejections
 
     def handle(self, event: WatchEvent) -> None:
@@ -131,8 +140,18 @@ class PolicyStore:
             return [self._valid[k] for k in sorted(self._valid)]
 
     def applicable(self, node_labels: Mapping[str, str]) -> list[WaterlinePolicy]:
-        """The valid policies whose nodeSelector matches the node, by name."""
-        return [p for p in self.policies() if p.applies_to(node_labels)]
+        """The valid policies whose nodeSelector matches the node, by name (a new list; the matching is done once
+        per label set while the policies stay the same)."""
+        key = frozenset(node_labels.items())
+        with self._lock:
+            if self._applicable_generation != self._generation:
+                self._applicable.clear()
+                self._applicable_generation = self._generation
+            hit = self._applicable.get(key)
+            if hit is None:
+                hit = [self._valid[k] for k in sorted(self._valid) if self._valid[k].applies_to(node_labels)]
+                self._applicable[key] = hit
+            return list(hit)
 
     def rejections(self) -> list[Rejection]:
         with self._lock:

@@ -109,10 +109,15 @@ class PodState:
     termination_grace_period_seconds: int | None = None
     terminating: bool = False
     phase: str = "Running"
+    # ``namespace/name``, made once: the engine looks pods up by it many times a tick
+    _key: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_key", f"{self.namespace}/{self.name}")
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        return self._key
 
     @property
     def actionable(self) -> bool:

@@ -18,7 +18,7 @@ from .api import JobInfo, NodeInfo, QueueInfo, SingleJob, TaskInfo, TaskStatus, 
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .carried import CarriedParts, open_carried
 from .memo import SessionMemo
-from .snapshot import DEFAULT_QUEUE, Snapshot, job_priority
+from .snapshot import DEFAULT_QUEUE, Snapshot, podgroup_job_args
 from .template import TaskTemplate
 
 __all__ = ["SessionState", "build_state"]
@@ -217,9 +217,7 @@ class _TaskBuilder:
                 or getattr(task, "_touched", True) is not False or task.job is not jid or jid in self.jobs
                 or not isinstance(job, SingleJob)):
             return False
-        pc = self.classes.get(t.priority_class_name)
-        priority = pc.value if pc is not None else (
-            t.spec_priority if t.spec_priority is not None else self.default_priority)
+        priority = t.single_priority(self.classes, self.default_priority)
         if not job.take_over(priority):
             return False
         if e.epoch == self.previous_claim:
@@ -292,9 +290,7 @@ class _TaskBuilder:
         """The group of one of a pod without a PodGroup, taken over when its task was and nothing changed the job
         either, else made (anew in place when ``renewing``)."""
         t = e.template
-        pc = self.classes.get(t.priority_class_name)
-        priority = pc.value if pc is not None else (
-            t.spec_priority if t.spec_priority is not None else self.default_priority)
+        priority = t.single_priority(self.classes, self.default_priority)
         job = e.job if old else None
         if not (kept and isinstance(job, SingleJob) and job.take_over(priority)):
             job = JobInfo.single(t.job_id, t.job_name, pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
@@ -327,9 +323,7 @@ def _node_infos(views: Sequence[NodeView], arrays: NodeArrays, memo: SessionMemo
     return out
 
 def _podgroup_job(pg: PodGroupView, snap: Snapshot, memo: SessionMemo, renewing: bool) -> JobInfo:
-    args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
-            pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
-            pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
+    args = podgroup_job_args(pg, snap)
     if not renewing:
         return JobInfo(*args)
     table = memo.table("session.podgroup")

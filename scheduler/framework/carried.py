@@ -29,7 +29,7 @@ from .api import GroupJob, JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, t
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
 from .memo import SessionMemo
-from .snapshot import DEFAULT_QUEUE, Snapshot, job_priority
+from .snapshot import DEFAULT_QUEUE, Snapshot, podgroup_job_args
 from .template import TaskTemplate
 
 __all__ = ["CarriedParts", "CarriedState", "Rebuild", "open_carried"]
@@ -292,9 +292,7 @@ class CarriedState:
         if rec.job_arg and rec.job is None:   # a PodGroup's member
             self.dirty_groups.add(rec.job_arg)
         if rec.job_arg and not t.grouped and t.job_id not in self.podgroup_keys:
-            pc = self.classes.get(t.priority_class_name)
-            priority = pc.value if pc is not None else (
-                t.spec_priority if t.spec_priority is not None else self.default_priority)
+            priority = t.single_priority(self.classes, self.default_priority)
             if rec.job is not None:
                 touch_quietly(rec.job)
             job = JobInfo.single(t.job_id, t.job_name, rec.pod.namespace, DEFAULT_QUEUE, priority, t.creation_time,
@@ -432,9 +430,7 @@ class CarriedState:
 
     def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> GroupJob:
         """The PodGroup's job as a session builds it, with its members in the pods' order, made anew in place."""
-        args = (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snap),
-                pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
-                pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")
+        args = podgroup_job_args(pg, snap)
         job = self.podgroup_jobs.get(pg.key)
         if job is None:
             job = self.podgroup_jobs[pg.key] = GroupJob(*args)

@@ -17,36 +17,38 @@ class ChangeLog:
     Only the last ``limit`` or so entries are kept; a reader asking about older generations gets None (and then
     rebuilds what it derived, as after a restart)."""
 
-    __slots__ = ("_entries", "_start", "_limit")
+    __slots__ = ("_log", "_limit")
 
     def __init__(self, limit: int = 1 << 16) -> None:
         if limit < 2:
             raise ValueError(f"ChangeLog limit must be at least 2, got {limit}")
-        self._entries: list[_Entry] = []
-        self._start = 0
+        # (generation before the first entry, entries), replaced as a whole when trimmed: a reader in another
+        # thread than the (single) writer reads a consistent pair, and a list once replaced is never changed
+        self._log: tuple[int, list[_Entry]] = (0, [])
         self._limit = limit
 
     @property
     def generation(self) -> int:
         """The generation the last noted change made."""
-        return self._start + len(self._entries)
+        start, entries = self._log
+        return start + len(entries)
 
     def note(self, kind: str, key: str, removed: bool = False) -> None:
-        """One change, making the next generation."""
-        entries = self._entries
+        """One change, making the next generation (one writer at a time: the cache notes under its lock)."""
+        start, entries = self._log
         entries.append((kind, key, removed))
         if len(entries) > self._limit:
             drop = len(entries) // 2
-            del entries[:drop]
-            self._start += drop
+            self._log = (start + drop, entries[drop:])
 
     def between(self, since: int, upto: int) -> Changes | None:
         """Kind -> key -> whether it left the cache at some point, for the changes after generation ``since`` up to
         ``upto``; None when the log no longer holds them all."""
-        if since < self._start or upto > self.generation or since > upto:
+        start, entries = self._log
+        if since < start or upto > start + len(entries) or since > upto:
             return None
         out: Changes = {}
-        for kind, key, removed in self._entries[since - self._start:upto - self._start]:
+        for kind, key, removed in entries[since - start:upto - start]:
             keys = out.get(kind)
             if keys is None:
                 keys = out[kind] = {}

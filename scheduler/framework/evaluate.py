@@ -286,20 +286,29 @@ def _number(value: float) -> float:
 
 def select_best(ssn: Session, task: TaskInfo, mask: BoolArray) -> NodeInfo | None:
     """One candidate → it; several → scored, ``BestNodeFn`` first, else the highest total, ties at random."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
+    count = int(np.count_nonzero(mask))
+    if count == 0:
         return None
-    if idx.size == 1 and ssn.explain is None:
-        return ssn.nodes[int(idx[0])]
+    if count == 1 and ssn.explain is None:
+        return ssn.nodes[int(np.flatnonzero(mask)[0])]
     total = score_nodes(ssn, task, mask)
     best_fns = ssn.enabled("best_node")
     if best_fns:
-        scores = {ssn.nodes[i].name: float(total[i]) for i in idx.tolist()}
+        scores = {ssn.nodes[i].name: float(total[i]) for i in np.flatnonzero(mask).tolist()}
         for _, fn in best_fns:
             chosen = fn(task, scores)
             if chosen is not None and chosen in ssn.node_by_name:
                 return ssn.node_by_name[chosen]
-    sub = total[idx]
-    top = idx[sub == sub.max()]
+    top = _top(total, mask, count)
     pick = int(top[0]) if top.size == 1 else int(top[ssn.rng.integers(top.size)])
     return ssn.nodes[pick]
+
+
+def _top(total: FloatArray, mask: BoolArray, count: int) -> IntArray:
+    """The candidates with the highest total, in node order (with every node a candidate, read in place)."""
+    if count == len(total):
+        return np.flatnonzero(total == total.max())
+    idx = np.flatnonzero(mask)
+    sub = total[idx]
+    top: IntArray = idx[sub == sub.max()]
+    return top

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.resources import Resources
 
 from .changes import ChangeLog
 
-__all__ = ["Snapshot", "WATERLINE_POLICIES_KEY", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority"]
+__all__ = ["Snapshot", "WATERLINE_POLICIES_KEY", "DEFAULT_QUEUE", "DEFAULT_SCHEDULER_NAME", "job_id_of", "job_priority",
+           "PodGroupJobArgs", "podgroup_job_args"]
 
 DEFAULT_QUEUE = "default"
 WATERLINE_POLICIES_KEY = "waterline_policies"
@@ -116,3 +118,16 @@ def job_priority(pg: PodGroupView | None, pod: PodView | None, snapshot: Snapsho
         if "priority" in (pod.raw.get("spec") or {}):
             return pod.priority
     return snapshot.global_default_priority()
+
+
+# JobInfo's arguments up to ``preemptable``, in order (uid ... creation_time, preemptable)
+PodGroupJobArgs: TypeAlias = tuple[str, str, str, str, int, int, dict[str, int], Resources, PodGroupView, str, float,
+                                   bool]
+
+
+def podgroup_job_args(pg: PodGroupView, snapshot: Snapshot) -> PodGroupJobArgs:
+    """What a session's job of the PodGroup is made of (``JobInfo(*args)``): its queue (the default one when it
+    names none), priority, minimum members and resources, phase and whether it may be preempted."""
+    return (pg.key, pg.name, pg.namespace, pg.queue or DEFAULT_QUEUE, job_priority(pg, None, snapshot),
+            pg.min_member, dict(pg.min_task_member), pg.min_resources, pg, pg.phase or "Pending",
+            pg.creation_time or 0.0, pg.annotations.get("volcano.sh/preemptable", "true").lower() != "false")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from common.objects import PodView
+from common.objects import PodView, PriorityClassView
 from common.resources import CPU, MEMORY, PODS, Resources
 
 from .api import (
@@ -102,6 +102,14 @@ class TaskTemplate:
             spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
             packed=packed,
         )
+
+    def single_priority(self, classes: Mapping[str, PriorityClassView], default: int) -> int:
+        """The priority of the pod's group of one (``job_priority(None, pod, snapshot)``) from the template's copy
+        of its inputs: the value of the PriorityClass it names, else its ``spec.priority``, else ``default``."""
+        pc = classes.get(self.priority_class_name)
+        if pc is not None:
+            return pc.value
+        return self.spec_priority if self.spec_priority is not None else default
 
     def task(self, pod: PodView, job: str, renew: TaskInfo | None = None) -> TaskInfo:
         """The pod's task as the session starts; ``renew`` is an earlier task of this pod that nothing uses any more,

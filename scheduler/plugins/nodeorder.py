@@ -29,11 +29,12 @@ from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import Session
+from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
 from scheduler.scoring.balanced import balance_ref, balanced_allocation
 from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
-from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MOST_ALLOCATED, ScoringStrategy
+from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MAX_NODE_SCORE, MOST_ALLOCATED, ScoringStrategy
 
 from .interpodaffinity import InterPodAffinityCheck
 from .nodeaffinity import AffinityCheck
@@ -138,20 +139,67 @@ def _balanced_rows(rows: RowInputs) -> IntArray:
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
-def _weighted_sum(summed: Sequence[tuple[int, Scorer]], plugin_weight: int, n: int) -> Scorer:
-    """The plugin's score: each scorer times its weight, summed, times the plugin's weight, in int64 (a weight of
+# what a scorer adds to nodeorder's sum for a pod: its scores, or None when they are 0 on every node
+Summand = Callable[[TaskInfo], IntArray | None]
+
+
+def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand]:
+    """NodeAffinity's scorer, and its summand: nothing for a pod without preferred terms (no node scores above 0,
+    and the normalised scores are then 0 on every node)."""
+    check = AffinityCheck(ssn)
+
+    def summand(task: TaskInfo) -> IntArray | None:
+        return check.score(task) if check.raw_score(task.pod).any() else None
+    return check.score, summand
+
+
+def _taint_parts(ssn: Session) -> tuple[Scorer, Summand]:
+    """TaintToleration's scorer, and its summand: for tolerations that leave no PreferNoSchedule taint of any node
+    untolerated, the normalised score is 100 on every node scored and 0 elsewhere, read off the mask; the answer
+    is kept per toleration set for the session."""
+    check = TaintCheck(ssn)
+    untainted: dict[str, bool] = {}
+
+    def summand(task: TaskInfo) -> IntArray | None:
+        key = repr(task.pod.tolerations)
+        clear = untainted.get(key)
+        if clear is None:
+            clear = untainted[key] = not taint_counts(check.groups, task.pod.tolerations).any()
+        if not clear:
+            return check.score(task)
+        out: IntArray = ssn.scoring_mask() * MAX_NODE_SCORE
+        return out
+    return check.score, summand
+
+
+def _image_parts(ssn: Session) -> tuple[Scorer, Summand]:
+    """ImageLocality's scorer, and its summand: nothing when no node reports an image (every score is 0)."""
+    images = ImageLocality(ssn)
+    return images.score, (images.score if images.sizes else _nothing)
+
+
+def _nothing(task: TaskInfo) -> IntArray | None:
+    return None
+
+
+def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
+    """The plugin's score: each summand times its weight, summed, times the plugin's weight, in int64 (a weight of
     1 multiplies nothing; the first product is the sum's start, not added to zeros)."""
-    if not summed:
-        return lambda task: np.zeros(n, dtype=np.int64)
-    (first_weight, first), rest = summed[0], summed[1:]
 
     def score(task: TaskInfo) -> IntArray:
-        total: IntArray = np.multiply(first(task), first_weight, dtype=np.int64)
-        for weight, scorer in rest:
-            if weight == 1:
-                total += scorer(task)
+        total: IntArray | None = None
+        for weight, summand in summed:
+            s = summand(task)
+            if s is None:
+                continue
+            if total is None:
+                total = np.multiply(s, weight, dtype=np.int64)
+            elif weight == 1:
+                total += s
             else:
-                total += scorer(task) * weight
+                total += s * weight
+        if total is None:
+            return np.zeros(n, dtype=np.int64)
         if plugin_weight != 1:
             total *= plugin_weight
         return total
@@ -169,30 +217,31 @@ class NodeOrder:
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
-        images: list[ImageLocality] = []   # made only with a weight
 
-        def image_scorer() -> Scorer:
-            images.append(ImageLocality(ssn))
-            return images[0].score
+        def alone(build: Callable[[], Scorer]) -> Callable[[], tuple[Scorer, Summand]]:
+            """A scorer that is its own summand."""
+            def both() -> tuple[Scorer, Summand]:
+                scorer = build()
+                return scorer, scorer
+            return both
 
-        builders: list[tuple[str, int, Callable[[], Scorer]]] = [
-            ("leastrequested", w.least_requested, lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED))),
-            ("mostrequested", w.most_requested, lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED))),
-            ("balancedresource", w.balanced_resource, lambda: _balanced_scorer(ssn)),
-            ("nodeaffinity", w.node_affinity, lambda: AffinityCheck(ssn).score),
-            ("podaffinity", w.pod_affinity, lambda: InterPodAffinityCheck(ssn).score),
-            ("tainttoleration", w.taint_toleration, lambda: TaintCheck(ssn).score),
-            ("imagelocality", w.image_locality, image_scorer),
+        builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand]]]] = [
+            ("leastrequested", w.least_requested,
+             alone(lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED)))),
+            ("mostrequested", w.most_requested, alone(lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED)))),
+            ("balancedresource", w.balanced_resource, alone(lambda: _balanced_scorer(ssn))),
+            ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
+            ("podaffinity", w.pod_affinity, alone(lambda: InterPodAffinityCheck(ssn).score)),
+            ("tainttoleration", w.taint_toleration, lambda: _taint_parts(ssn)),
+            ("imagelocality", w.image_locality, lambda: _image_parts(ssn)),
             ("podtopologyspread", w.pod_topology_spread,
-             lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score),
+             alone(lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score)),
         ]
-        self.parts = parts = [(name, weight, build()) for name, weight, build in builders if weight]
-        if not parts:
-            return
-        # what the sum adds: image locality scores 0 on every node for every pod when no node reports an image
-        summed = [(weight, scorer) for name, weight, scorer in parts
-                  if name != "imagelocality" or images[0].sizes]
-        ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)))
+        built = [(name, weight, build()) for name, weight, build in builders if weight]
+        self.parts = [(name, weight, scorer) for name, weight, (scorer, _) in built]
+        if built:
+            summed = [(weight, summand) for _, weight, (_, summand) in built]
+            ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

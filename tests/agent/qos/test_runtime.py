@@ -313,3 +313,28 @@ def test_switching_the_engine_off_undoes_its_actions_then_idles_and_on_again_res
     assert not env.rt.idle()
     r = env.tick(7000)
     assert r.triggered == ("p.t",) and env.tainted()
+
+
+def test_applicable_policies_follow_every_change_of_the_store() -> None:
+    """The policies applicable to a label set are matched once and kept, and a policy added, replaced, rejected
+    or deleted is seen at once, for every label set."""
+    from agent.qos.policy import PolicyStore
+
+    store = PolicyStore()
+    pool_y = {"pool": "y"}
+    store.upsert(policy_dict(name="all"))
+    store.upsert(policy_dict(name="y", nodeSelector={"matchLabels": pool_y}))
+    names = lambda labels: [p.name for p in store.applicable(labels)]  # noqa: E731
+    assert names(pool_y) == ["all", "y"] and names({}) == ["all"]
+    store.applicable(pool_y).clear()  # the caller's own list
+    assert names(dict(pool_y)) == ["all", "y"]
+    store.upsert(policy_dict(name="y", nodeSelector={"matchLabels": {"pool": "z"}}))
+    assert names(pool_y) == ["all"]
+    store.upsert(policy_dict(name="a", nodeSelector={"matchLabels": pool_y}))
+    assert names(pool_y) == ["a", "all"]
+    store.upsert({**policy_dict(name="a"), "spec": {"objectiveEnsurances": "no"}})  # rejected: the last valid runs
+    assert names(pool_y) == ["a", "all"]
+    store.delete("all")
+    assert names(pool_y) == ["a"] and names({}) == []
+    store.replace_all([policy_dict(name="b")])
+    assert names(pool_y) == ["b"]

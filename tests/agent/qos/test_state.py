@@ -92,3 +92,11 @@ def test_at_usage_is_replace_of_the_usage_and_quota() -> None:
                           containers=(replace(container, cpu_usage_milli=900, cpu_quota_us=120_000),))
     assert pod.cpu_usage_milli == 700 and pod.containers[0].cpu_quota_us == 150_000
     assert out.containers[0] is not container
+
+
+def test_a_pods_key_follows_its_name_through_copies() -> None:
+    pod = PodState("ns", "p", "uid-1", "BestEffort", 0, "koord-free", None, 0, 0, Resources(), Resources(),
+                   (ContainerState("main", 0, -1, 100_000),))
+    assert pod.key == "ns/p" and at_usage(pod, 5, 6, 7).key == "ns/p"
+    assert replace(pod, name="q").key == "ns/q" and replace(pod, namespace="other").key == "other/p"
+    assert pod == replace(pod)  # the key is derived, never compared on its own

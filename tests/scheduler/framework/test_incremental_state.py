@@ -328,3 +328,15 @@ def test_a_podgroup_job_is_carried_until_something_changes_it() -> None:
     _, got, want = _kept_and_fresh(sched, clock)
     assert got == want
     assert job.phase == "Running" and not job.unschedulable
+
+
+def test_pods_sharing_a_uid_are_built_pod_by_pod() -> None:
+    """Two pods with one uid (not from a real cluster) cannot be followed by uid: the session is built pod by pod,
+    as one with nothing carried, and nothing is carried to the next."""
+    cluster, clock, sched = _steady()
+    twin = pod("twin", cpu="100m", node_name="n1")
+    twin["metadata"]["uid"] = "uid-default-p0"
+    cluster.create("Pod", twin)
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert got == want
+    assert sched.memo.value("session.carried") is None

@@ -1,0 +1,50 @@
+"""nodeorder's sum skips scorers that add nothing for a pod (no preferred node affinity, no untolerated
+PreferNoSchedule taint, no node reporting an image): it must equal the weighted sum of every scorer's scores, on
+every node, whichever nodes are being scored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.plugins.nodeorder import NodeOrder
+from tests.scheduler.factories import node, pod, session
+
+from .helpers import conf
+
+TAINTS = [{"key": "a", "value": "1", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"},
+          {"key": "c", "effect": "NoSchedule"}]
+TOLERATIONS = [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists", "effect": "PreferNoSchedule"},
+               {"operator": "Exists"}]
+PREFERRED = {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}]}
+WEIGHTS = {"leastrequested.weight": 1, "balancedresource.weight": 2, "nodeaffinity.weight": 2,
+           "tainttoleration.weight": 3, "imagelocality.weight": 1, "podaffinity.weight": 2,
+           "podtopologyspread.weight": 2}
+
+
+@settings(max_examples=40, deadline=None)
+@given(node_taints=st.lists(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"]),
+                            min_size=2, max_size=6),
+       tolerations=st.lists(st.sampled_from(TOLERATIONS), max_size=2), preferred=st.booleans(),
+       plugin_weight=st.sampled_from([1, 2]), data=st.data())
+def test_sum_equals_every_weighted_scorer(node_taints: list[list[dict[str, str]]], tolerations: list[dict[str, Any]],
+                                          preferred: bool, plugin_weight: int, data: st.DataObject) -> None:
+    nodes = [node(f"n{i}", labels={"zone": f"z{i % 2}"}, taints=t) for i, t in enumerate(node_taints)]
+    spec: dict[str, Any] = {"tolerations": tolerations}
+    if preferred:
+        spec["affinity"] = {"nodeAffinity": PREFERRED}
+    ssn, _ = session([*nodes, pod("p", extra_spec=spec)], conf(("nodeorder", WEIGHTS, plugin_weight)))
+    task = ssn.tasks["uid-default-p"]
+    score = dict(ssn.enabled("vector_score"))["nodeorder"]
+    plugin = ssn.plugins["nodeorder"]
+    assert isinstance(plugin, NodeOrder)
+    for _ in range(3):
+        picks = data.draw(st.lists(st.booleans(), min_size=len(nodes), max_size=len(nodes)))
+        ssn.score_mask = np.array(picks, dtype=np.bool_)
+        expected = np.sum([scorer(task) * weight for _, weight, scorer in plugin.parts], axis=0) * plugin_weight
+        assert score(task).tolist() == expected.tolist()
+    ssn.score_mask = None
