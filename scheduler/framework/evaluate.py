@@ -73,25 +73,23 @@ def pre_predicate(ssn: Session, task: TaskInfo) -> Status | None:
     return None
 
 
-# a node's resource check packed in one integer: what a row cache keeps per pod shape
+# one node's resource check as one integer (_fit_row): fits idle, fits future idle
 FITS_IDLE, FITS_FUTURE = 1, 2
-# up to this many nodes (what a row cache recomputes after a few placements) the check runs node by node in Python
-# integers: a handful of rows costs less that way than through the vector form's NumPy calls
-ROW_BY_ROW = 8
+# up to this many changed nodes (a few placements since the vector's last check) the check is redone node by node in
+# Python integers; past it the whole vector is checked again, which costs about what NumPy calls on a few rows do
+ROW_BY_ROW = 4
 
 
-def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray:
-    """Per node (or per node of ``rows``): FITS_IDLE if ``vec`` fits what is idle now, plus FITS_FUTURE if it fits
-    what will be idle once releasing pods are gone and pipelined ones arrived (``NodeArrays.fits`` on both)."""
-    sel = slice(None) if rows is None else rows
-    idle = arr.idle[sel]
-    future = idle + arr.releasing[sel] - arr.pipelined[sel]
-    bits: IntArray = arr.fits(vec, idle) * FITS_IDLE + arr.fits(vec, future) * FITS_FUTURE
-    return bits
+def _fit_masks(arr: NodeArrays, vec: IntArray, seen: int) -> tuple[BoolArray, BoolArray, list[int]]:
+    """Whether ``vec`` fits each node's idle resources, and what will be idle once releasing pods are gone and
+    pipelined ones arrived (``NodeArrays.fits`` on both), with the length of the change log they saw."""
+    future = arr.idle + arr.releasing - arr.pipelined
+    return arr.fits(vec, arr.idle), arr.fits(vec, future), [seen]
 
 
 def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
-    """:func:`_fit_bits` of node ``i`` alone, compared column by column in Python integers."""
+    """:func:`_fit_masks` of node ``i`` alone (FITS_IDLE, FITS_FUTURE, both or neither), compared column by column in
+    Python integers."""
     skip = arr.fit_ignored
     idle, releasing, pipelined = arr.idle[i].tolist(), arr.releasing[i].tolist(), arr.pipelined[i].tolist()
     fits_idle = fits_future = True
@@ -106,10 +104,10 @@ def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
 class FitChecks:
     """A session's resource checks per task vector: whether it fits each node's idle and future idle resources.
 
-    A node's answer depends on that node's row of the node arrays alone, so the answers of a vector are kept and
-    only the rows the arrays logged as changed since its last check are redone (a placement changes one row), as
-    :class:`~scheduler.framework.arrays.RowCache` does for scores; up to ``slots`` vectors, least recently used
-    going first.  Kept as two masks rather than packed, so a check costs no unpacking over every node."""
+    A node's answer depends on that node's row of the node arrays alone, so the answers of a vector are kept and,
+    when the arrays logged only a few nodes as changed since its last check (a placement changes one), only those
+    are redone; after more changes (many pod shapes taking turns) the vector is checked on every node again.  Up to
+    ``slots`` vectors are kept, the least recently used going first."""
 
     def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
         self.arrays = arrays
@@ -124,29 +122,26 @@ class FitChecks:
         key = vec.tobytes() if arr.fit_ignored is None else vec.tobytes() + arr.fit_ignored.tobytes()
         hit = entries.pop(key, None)
         if hit is None:
-            bits = _fit_bits(arr, vec, None)
-            hit = ((bits & FITS_IDLE) != 0, bits >= FITS_FUTURE, [len(log)])
+            hit = _fit_masks(arr, vec, len(log))
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
         elif hit[2][0] < len(log):
-            self._redo(vec, hit, sorted(set(log[hit[2][0]:])))
-            hit[2][0] = len(log)
+            changed = log[hit[2][0]:]
+            rows = set(changed) if len(changed) <= 4 * ROW_BY_ROW else None   # a placement logs its node 1-3 times
+            if rows is not None and len(rows) <= ROW_BY_ROW:
+                self._redo(vec, hit, sorted(rows))
+                hit[2][0] = len(log)
+            else:
+                hit = _fit_masks(arr, vec, len(log))
         entries[key] = hit   # most recently used last
         return hit[0].copy(), hit[1].copy()
 
     def _redo(self, vec: IntArray, hit: tuple[BoolArray, BoolArray, list[int]], changed: list[int]) -> None:
-        arr = self.arrays
-        if len(changed) <= ROW_BY_ROW:
-            values = vec.tolist()
-            for i in changed:
-                row = _fit_row(arr, values, i)
-                hit[0][i] = (row & FITS_IDLE) != 0
-                hit[1][i] = row >= FITS_FUTURE
-            return
-        rows = np.array(changed, dtype=np.int64)
-        bits = _fit_bits(arr, vec, rows)
-        hit[0][rows] = (bits & FITS_IDLE) != 0
-        hit[1][rows] = bits >= FITS_FUTURE
+        values = vec.tolist()
+        for i in changed:
+            row = _fit_row(self.arrays, values, i)
+            hit[0][i] = (row & FITS_IDLE) != 0
+            hit[1][i] = row >= FITS_FUTURE
 
 
 def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
