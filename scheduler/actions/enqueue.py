@@ -7,6 +7,7 @@ from itertools import compress, filterfalse
 from operator import attrgetter
 
 from scheduler.framework.api import JobInfo, QueueInfo
+from scheduler.framework.keyed import OrderedQueue
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import PriorityQueue, Session
 
@@ -30,11 +31,15 @@ class Enqueue:
             queue = ssn.queues.get(name)
             if queue is not None:
                 queues.push(queue)
-        pending: dict[str, PriorityQueue[JobInfo]] = {}
+        # a job is changed only once popped (admitted): its queue may be read by order keys (the same order)
+        pending: dict[str, OrderedQueue[JobInfo]] = {}
         for job in compress(jobs, map(_PENDING_PHASES.__contains__, map(_PHASE, jobs))):
             queue = ssn.queues.get(job.queue)
             if queue is not None:
-                pending.setdefault(queue.name, ssn.job_queue()).push(job)
+                jq = pending.get(queue.name)
+                if jq is None:
+                    jq = pending[queue.name] = ssn.settled_job_queue()
+                jq.push(job)
         while not queues.empty():
             queue = queues.pop()
             jq = pending.get(queue.name)

@@ -3,9 +3,10 @@
 The per-node state a session opens with — each node's assigned-pod entries, threshold profile, estimated
 allocatable and existing-load rows — depends on that node's objects only: its view, its NodeMetric, the pods bound
 to it, and the session's time.  :class:`CarriedNodes` keeps it for every node, with the objects it came from, so
-the next session redoes only the nodes where one of them is another object: it finds them by identity (the
-snapshot's pods as a set of ids, the node views and NodeMetrics position by position, all in C loops), plus the
-nodes whose rows the new session time reads differently (vectorised).  A kept value is never changed: the next
+the next session redoes only the nodes where one of them is another object: the pods the scheduler cache's change
+log names since (:class:`PodLog`; without one, the snapshot's pods compared as a set of ids), the node views and
+NodeMetrics compared position by position in C loops, and the nodes whose rows the new session time reads
+differently (vectorised).  A kept value is never changed: the next
 session's values are new arrays and dicts, so a session still reading the old ones is not disturbed.
 
 When the pods' entries cannot be held one per key (a pod key on two nodes, or twice on one: a broken snapshot),
@@ -17,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import is_not
+from operator import attrgetter, is_not
 
 import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView, NodeView, PodView
+from common.reservation import RESERVATIONS_ANNOTATION
+from scheduler.framework.changes import ChangeLog
 
 from .args import LoadAwareArgs
 from .cache import AssignedPodCache, NodeEntries
@@ -31,12 +34,13 @@ from .memo import LoadAwareMemo
 from .profile import ThresholdProfile
 from .snapshot import allocatable_row
 
-__all__ = ["CarriedNodes", "open_carried"]
+__all__ = ["CarriedNodes", "PodLog", "carry_nodes", "open_carried"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 _Thresholds = tuple[IntArray, IntArray, BoolArray, BoolArray]
+_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +51,7 @@ class CarriedNodes:
     views: tuple[NodeView, ...]
     names: tuple[str, ...]
     index: Mapping[str, int]
-    pods: Mapping[int, PodView]                  # the session's pods by id (held: no id is reused meanwhile)
+    pods: Mapping[int, PodView] | None           # the session's pods by id (held: no id is reused meanwhile)
     metrics: tuple[NodeMetricView | None, ...]
     has_metric: BoolArray
     profiles: tuple[ThresholdProfile, ...]
@@ -61,6 +65,18 @@ class CarriedNodes:
     then: FloatArray                             # the session time each node's rows were computed at
     recent: FloatArray                           # its NodeMetric's update less the reporting interval (NaN: none)
     dated: BoolArray                             # whether its rows read entries dated with the session time
+    reserving: tuple[int, ...]                   # the nodes whose view has a rebalancer reservations annotation
+    log: PodLog | None                           # the cache's change log and generation the state follows
+
+
+@dataclass(frozen=True, slots=True)
+class PodLog:
+    """A scheduler cache's change log, the generation a snapshot shows, and the snapshot's pods by key: the pods
+    that changed between two snapshots are then the keys the log names, without comparing every pod."""
+
+    changes: ChangeLog
+    generation: int
+    by_key: Mapping[str, PodView]
 
 
 def _stale(kept: CarriedNodes, now: float) -> BoolArray:
@@ -74,13 +90,10 @@ def _stale(kept: CarriedNodes, now: float) -> BoolArray:
     return stale
 
 
-def _changed(kept: CarriedNodes, views: Sequence[NodeView], pods: Mapping[int, PodView],
-             metrics: Sequence[NodeMetricView | None], now: float) -> tuple[list[int], set[int]]:
-    """The positions of the nodes whose state must be derived anew (same node names, in the same order), and of
-    those among them whose pods changed (the others keep their entries)."""
-    n = len(views)
+def _moved_by_ids(kept: CarriedNodes, before: Mapping[int, PodView], pods: Mapping[int, PodView]) -> set[int]:
+    """The nodes that gained or lost a pod object: the nodes the pods added or removed name."""
     moved: set[int] = set()
-    index, before = kept.index, kept.pods
+    index = kept.index
     for key in pods.keys() - before.keys():
         i = index.get(pods[key].node_name)
         if i is not None:
@@ -89,10 +102,38 @@ def _changed(kept: CarriedNodes, views: Sequence[NodeView], pods: Mapping[int, P
         i = index.get(before[key].node_name)
         if i is not None:
             moved.add(i)
+    return moved
+
+
+def _moved_by_log(kept: CarriedNodes, log: PodLog) -> set[int] | None:
+    """The nodes whose pods changed, from the pod keys the log names since the kept state's generation: the node
+    each such pod is bound to now and the node its kept entry was on (a pod without an entry added nothing to
+    its node's); None when the log does not reach back or is another cache's."""
+    if kept.log is None or kept.log.changes is not log.changes:
+        return None
+    changes = log.changes.between(kept.log.generation, log.generation)
+    if changes is None:
+        return None
+    moved: set[int] = set()
+    index, node_of, by_key = kept.index, kept.node_of, log.by_key
+    for key in changes.get("Pod", {}):
+        pod = by_key.get(key)
+        for name in (node_of.get(key), None if pod is None else pod.node_name):
+            i = index.get(name) if name else None
+            if i is not None:
+                moved.add(i)
+    return moved
+
+
+def _changed(kept: CarriedNodes, views: Sequence[NodeView], metrics: Sequence[NodeMetricView | None],
+             now: float, moved: set[int]) -> list[int]:
+    """The positions of the nodes whose state must be derived anew (same node names, in the same order): those
+    whose pods changed (``moved``), view or NodeMetric is another object, or rows the time reads differently."""
+    n = len(views)
     out = set(compress(range(n), map(is_not, views, kept.views)))
     out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
     out.update(np.flatnonzero(_stale(kept, now)).tolist())
-    return sorted(out | moved), moved
+    return sorted(out | moved)
 
 
 class _Update:
@@ -102,11 +143,13 @@ class _Update:
                  kept: CarriedNodes | None) -> None:
         self.args, self.memo = args, memo
         n, k = len(views), len(args.resource_names)
+        self.fresh = kept is None   # every node is derived, none from what was kept
         self.views: Sequence[NodeView | None] = kept.views if kept else [None] * n
-        self.profiles: list[ThresholdProfile | None] = list(kept.profiles) if kept else [None] * n
+        self.profiles: list[ThresholdProfile] = list(kept.profiles) if kept else [memo.base_profile] * n
         self.groups = dict(kept.groups) if kept else {}
         self.node_of = dict(kept.node_of) if kept else {}
         self.total = len(self.node_of)
+        self.reserving = set(kept.reserving) if kept else set()
         self.irregular = False
         if kept is not None:
             plain, prod, prod_enabled, agg_used = kept.thresholds
@@ -131,12 +174,16 @@ class _Update:
         entries are kept)."""
         memo, names = self.memo, self.args.resource_names
         profile = memo.profile(view.annotations)
-        if profile is not self.profiles[i]:
+        if self.fresh or profile is not self.profiles[i]:
             self.profiles[i] = profile
             for mine, one in zip(self.thresholds, threshold_matrices([profile], names), strict=True):
                 mine[i] = one[0]
         if view is not self.views[i]:
             self.allocatable[i] = allocatable_row(view, names)
+            if view.annotations.get(RESERVATIONS_ANNOTATION):
+                self.reserving.add(i)
+            else:
+                self.reserving.discard(i)
         if pods is not None:
             self._group(view.name, memo.node_entries(view.name, pods, now))
         group = self.groups[view.name]
@@ -167,7 +214,8 @@ class _Update:
             self.irregular = True
 
     def done(self, views: Sequence[NodeView], names: tuple[str, ...], index: Mapping[str, int],
-             pods: Mapping[int, PodView], metrics: Sequence[NodeMetricView | None]) -> CarriedNodes | None:
+             pods: Mapping[int, PodView] | None, metrics: Sequence[NodeMetricView | None],
+             log: PodLog | None) -> CarriedNodes | None:
         """The new state, or None when its entries are not one per pod key."""
         if self.irregular or self.total != len(self.node_of):
             return None
@@ -175,50 +223,52 @@ class _Update:
                   self.recent, self.dated)
         for a in arrays:
             a.flags.writeable = False
-        profiles = tuple(p for p in self.profiles if p is not None)
-        if len(profiles) != len(views):
-            raise ValueError("a node's threshold profile was not derived")   # every node is derived when new
-        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, profiles,
+        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, tuple(self.profiles),
                             self.thresholds, self.allocatable, self.groups, self.node_of,
-                            self.has_status, self.rows, self.update, self.then, self.recent, self.dated)
+                            self.has_status, self.rows, self.update, self.then, self.recent, self.dated,
+                            tuple(sorted(self.reserving)), log)
 
 
 def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
                 pods_on: Callable[[int], Sequence[PodView]], metrics: Mapping[str, NodeMetricView],
-                now: float) -> CarriedNodes | None:
+                now: float, log: PodLog | None = None) -> CarriedNodes | None:
     """The nodes' state at ``now``, from what ``memo`` carried (kept there for the next session); ``pods_on(i)``:
-    the pods bound to node ``i`` as the session counts them, asked only for the nodes derived anew.  None (and
-    nothing kept) when the state cannot be carried (see the module's docstring)."""
-    names = tuple(v.name for v in views)
-    by_id = dict(zip(map(id, pods), pods, strict=True))
+    the pods bound to node ``i`` as the session counts them, asked only for the nodes whose pods changed, which
+    ``log`` names when the state follows it, else a comparison of every pod object finds.  None (and nothing
+    kept) when the state cannot be carried (see the module's docstring)."""
+    names = tuple(map(_NAME, views))
     on_node = tuple(map(metrics.get, names))
     kept = memo.carried_nodes
     if kept is not None and kept.names != names:
         kept = None
-    if kept is None:
+    moved = None if kept is None or log is None else _moved_by_log(kept, log)
+    # the pods by id, to compare the next session's with, when no log is followed
+    by_id = None if moved is not None or log is not None else dict(zip(map(id, pods), pods, strict=True))
+    if moved is None and kept is not None and kept.pods is not None and by_id is not None:
+        moved = _moved_by_ids(kept, kept.pods, by_id)
+    if moved is None or kept is None:
+        kept = None
         index: Mapping[str, int] = {name: i for i, name in enumerate(names)}
         memo.forget_nodes_except(names)
+        changed: Sequence[int] = range(len(views))
+        asked: Container[int] = changed
     else:
         index = kept.index
-    if kept is None:
-        changed: Sequence[int] = range(len(views))
-        moved: Container[int] = changed
-    else:
-        changed, moved = _changed(kept, views, by_id, on_node, now)
+        changed, asked = _changed(kept, views, on_node, now, moved), moved
     update = _Update(args, memo, views, kept)
     for i in changed:
-        update.node(i, views[i], on_node[i], pods_on(i) if i in moved else None, now)
-    made = update.done(views, names, index, by_id, on_node) if len(index) == len(names) else None
+        update.node(i, views[i], on_node[i], pods_on(i) if i in asked else None, now)
+    made = update.done(views, names, index, by_id, on_node, log) if len(index) == len(names) else None
     memo.carried_nodes = made
     return made
 
 
 def open_carried(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
                  pods_on: Callable[[int], Sequence[PodView]], metrics: Mapping[str, NodeMetricView], now: float,
-                 waterline_percent: IntArray | None = None) -> LoadAwareState | None:
+                 waterline_percent: IntArray | None = None, log: PodLog | None = None) -> LoadAwareState | None:
     """The session's load-aware state, as :func:`~scheduler.loadaware.snapshot.open_state` makes it, from the
     nodes' carried state (:func:`carry_nodes`); None when it cannot be carried."""
-    nodes = carry_nodes(args, memo, views, pods, pods_on, metrics, now)
+    nodes = carry_nodes(args, memo, views, pods, pods_on, metrics, now, log)
     if nodes is None:
         return None
     has_metric = nodes.has_metric

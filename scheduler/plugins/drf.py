@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from operator import attrgetter
 
 from common.resources import Resources
 from scheduler.batch.drf import DrfCandidate, drf_victims, job_share
@@ -37,6 +38,10 @@ def _annotations(queue: QueueInfo) -> Mapping[str, str]:
     return (queue.view.raw.get("metadata") or {}).get("annotations") or {}
 
 
+_UID = attrgetter("uid")
+_ALLOCATED = attrgetter("allocated")
+
+
 class Drf:
     name = NAME
 
@@ -55,7 +60,8 @@ class Drf:
         self.total = ssn.total_resource
         # a job's allocated is what its Allocated, Binding, Bound and Running tasks request (JobInfo keeps it); the
         # share depends on that amount alone, and jobs of a few shapes hold the same amounts
-        self.allocated = {job.uid: job.allocated for job in ssn.jobs.values()}
+        jobs = ssn.jobs.values()
+        self.allocated = dict(zip(map(_UID, jobs), map(_ALLOCATED, jobs), strict=True))   # C loops
         self.share = self._open_shares(ssn)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:

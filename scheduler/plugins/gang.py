@@ -10,6 +10,7 @@ turns that into status and events.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 from scheduler.batch.gang import (
     NOT_ENOUGH_PODS_OF_TASK,
@@ -30,6 +31,8 @@ NAME = "gang"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
 ARGUMENTS: tuple[str, ...] = ()
 SCHEDULABLE, UNSCHEDULABLE = "Schedulable", "Unschedulable"
+# SessionMemo value: the claim epoch of the last renewing session this plugin closed
+_CLOSED = "gang.closed"
 
 
 def _pending_reason(task: TaskInfo, last: dict[str, TaskStatus]) -> str:
@@ -85,9 +88,12 @@ class Gang:
     def __init__(self) -> None:
         # each task's status right after its latest in-session placement (Volcano's LastTransaction)
         self.last: dict[str, TaskStatus] = {}
+        # the jobs whose tasks were placed, moved or released in the session (every status change fires an event)
+        self.moved: set[str] = set()
 
     def on_session_open(self, ssn: Session) -> None:
         self.last = {}
+        self.moved = set()
 
         def valid(job: JobInfo) -> ValidateResult | None:
             return validate(job)
@@ -112,6 +118,10 @@ class Gang:
 
         def on_allocate(task: TaskInfo) -> None:
             self.last[task.uid] = task.status
+            self.moved.add(task.job)
+
+        def on_deallocate(task: TaskInfo) -> None:
+            self.moved.add(task.job)
 
         ssn.add_job_valid_fn(NAME, valid)
         ssn.add_preemptable_fn(NAME, victims)
@@ -120,10 +130,10 @@ class Gang:
         ssn.add_job_ready_fn(NAME, ready)
         ssn.add_job_pipelined_fn(NAME, pipelined)
         ssn.add_job_starving_fn(NAME, starving)
-        ssn.add_event_handler(EventHandler(allocate=on_allocate))
+        ssn.add_event_handler(EventHandler(allocate=on_allocate, deallocate=on_deallocate))
 
     def on_session_close(self, ssn: Session) -> None:
-        for job in ssn.jobs.values():
+        for job in self._to_close(ssn):
             if not job.tasks:
                 continue
             # validate(job) is None without role minimums and with enough valid tasks (most jobs): not called then
@@ -140,6 +150,21 @@ class Gang:
             job.job_fit_error = unschedulable_message(job.min_available, schedulable, len(job.tasks),
                                                       gang_fit_error(job, self.last))
             job.unschedulable = True
+        if ssn.renewing:
+            ssn.memo.set_value(_CLOSED, ssn.memo.claimed_epoch)
+
+    def _to_close(self, ssn: Session) -> Iterable[JobInfo]:
+        """The jobs whose close may set something: every job, or — in a renewing session following one whose close
+        this plugin ran — those not taken over as that session left them (``kept_jobs``) and those moved in this
+        one.  A kept job is one that close set nothing on, so it was valid and ready (or releasing but scheduled)
+        and not unschedulable; with its tasks where they were, it still is, and its close sets nothing again."""
+        memo = ssn.memo
+        if not ssn.renewing or memo.value(_CLOSED) != memo.previous_claim:
+            return ssn.jobs.values()
+        jobs = ssn.jobs
+        uids = jobs.keys() - ssn.kept_jobs
+        uids.update(self.moved)
+        return [jobs[uid] for uid in uids if uid in jobs]
 
 
 @register_plugin(NAME)

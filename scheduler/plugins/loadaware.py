@@ -45,7 +45,7 @@ from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod, assigned_pod
-from scheduler.loadaware.carried import open_carried
+from scheduler.loadaware.carried import PodLog, open_carried
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
@@ -185,7 +185,10 @@ class LoadAware:
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
         state = self._open_state(ssn, views, memo, percent)
-        own = self._reserve_rebalanced(state, views, ssn.now)
+        carried = memo.carried_nodes
+        # only the nodes with a reservations annotation can hold a reservation (the carried state knows them)
+        reserving = views if carried is None else [views[i] for i in carried.reserving]
+        own = self._reserve_rebalanced(state, reserving, ssn.now)
         self.state = state
 
         pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
@@ -262,8 +265,11 @@ class LoadAware:
         def pods_on(i: int) -> list[PodView]:
             return [t.pod for t in ssn.nodes[i].tasks.values() if t.status not in _NOT_ASSIGNED]
 
-        metrics = ssn.snapshot.node_metrics
-        state = open_carried(self.args, memo, views, ssn.snapshot.pods, pods_on, metrics, ssn.now, percent)
+        snap = ssn.snapshot
+        metrics = snap.node_metrics
+        log = (PodLog(snap.changes, snap.generation, snap.pod_by_key)
+               if snap.changes is not None and snap.pod_by_key is not None else None)
+        state = open_carried(self.args, memo, views, snap.pods, pods_on, metrics, ssn.now, percent, log)
         if state is not None:
             return state
         by_node = [pods_on(i) for i in range(len(ssn.nodes))]

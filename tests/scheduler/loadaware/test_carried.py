@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from common.clock import to_rfc3339
 from common.objects import NodeMetricView, NodeView, PodView
+from common.reservation import RESERVATIONS_ANNOTATION
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.memo import SessionMemo
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod
-from scheduler.loadaware.carried import open_carried
+from scheduler.loadaware.carried import PodLog, open_carried
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.snapshot import open_state
@@ -37,6 +39,8 @@ def _node(i: int, version: int) -> NodeView:
     annotations = {THRESHOLDS: json.dumps({"usageThresholds": {"cpu": 50 + version % 3 * 10}})} if version % 2 else {}
     if version % 3 == 2:
         annotations["node.koordinator.sh/raw-allocatable"] = json.dumps({"cpu": "6"})
+    if version % 4 == 3:
+        annotations[RESERVATIONS_ANNOTATION] = "[]"
     return NodeView.parse({"apiVersion": "v1", "kind": "Node",
                            "metadata": {"name": f"n{i}", "annotations": annotations},
                            "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}}})
@@ -70,7 +74,7 @@ def _metric(i: int, version: int) -> NodeMetricView:
 
 
 # one event: (kind, which object, a number for its new version)
-EVENT = st.tuples(st.sampled_from(["pod", "pod", "pod", "gone", "metric", "nometric", "node", "time"]),
+EVENT = st.tuples(st.sampled_from(["pod", "pod", "pod", "gone", "metric", "nometric", "node", "time", "newlog"]),
                   st.integers(0, 11), st.integers(0, 40))
 
 
@@ -82,13 +86,19 @@ class _World:
         self.metrics = {f"n{i}": _metric(i, 0) for i in range(NODES)}
         self.pods: dict[int, PodView] = {j: _pod(j, j % NODES, 0, j % 2 == 0, "Running") for j in range(6)}
         self.now = 1000.0
+        # as a scheduler cache notes them; a short log, so that it sometimes no longer reaches back
+        self.changes = ChangeLog(limit=6)
 
     def apply(self, kind: str, which: int, version: int) -> None:
         if kind == "pod":
             phase = ("Running", "Pending", "Succeeded", "Running", "Failed", "Running")[version % 6]
             self.pods[which] = _pod(which, version % (NODES + 1) - 1, version, version % 3 == 0, phase)
+            self.changes.note("Pod", f"d/p{which}")
         elif kind == "gone":
-            self.pods.pop(which, None)
+            if self.pods.pop(which, None) is not None:
+                self.changes.note("Pod", f"d/p{which}", removed=True)
+        elif kind == "newlog":   # another cache (a restart): its log says nothing of the kept state
+            self.changes = ChangeLog(limit=6)
         elif kind == "metric":
             self.metrics[f"n{which % NODES}"] = _metric(which % NODES, version)
         elif kind == "nometric":
@@ -97,6 +107,9 @@ class _World:
             self.nodes[which % NODES] = _node(which % NODES, version)
         else:
             self.now += (0, 1, 1, 30, 61, 100, 250)[version % 7]
+
+    def log(self) -> PodLog:
+        return PodLog(self.changes, self.changes.generation, {p.key: p for p in self.pods.values()})
 
     def pods_on(self, i: int) -> list[PodView]:
         """The pods a session counts on node ``i``: bound there and not finished."""
@@ -115,9 +128,11 @@ def _assert_same(carried: LoadAwareState, fresh: LoadAwareState, step: int) -> N
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.sampled_from(range(len(ARGS))), st.lists(st.lists(EVENT, max_size=4), min_size=1, max_size=12))
-def test_carried_state_equals_a_fresh_one_after_every_step(which_args: int,
+@given(st.sampled_from(range(len(ARGS))), st.booleans(),
+       st.lists(st.lists(EVENT, max_size=4), min_size=1, max_size=12))
+def test_carried_state_equals_a_fresh_one_after_every_step(which_args: int, logged: bool,
                                                            steps: list[list[tuple[str, int, int]]]) -> None:
+    """``logged``: the sessions follow the change log (as from a scheduler cache), else compare pod objects."""
     args = parse_loadaware_args(ARGS[which_args])
     world = _World()
     memo = SessionMemo()
@@ -127,10 +142,13 @@ def test_carried_state_equals_a_fresh_one_after_every_step(which_args: int,
         memo.rotate()
         pods = list(world.pods.values())
         carried = open_carried(args, LoadAwareMemo.of(memo, args), world.nodes, pods, world.pods_on, world.metrics,
-                               world.now)
+                               world.now, log=world.log() if logged else None)
         assert carried is not None
         fresh = open_state(args, world.nodes, pods, world.metrics, world.now)
         _assert_same(carried, fresh, step)
+        kept = LoadAwareMemo.of(memo, args).carried_nodes
+        assert kept is not None and kept.reserving == tuple(
+            i for i, n in enumerate(world.nodes) if n.annotations.get(RESERVATIONS_ANNOTATION)), step
         # what the session places is its own: the next session opens without it
         carried.reserve(AssignedPod("d/placed", "n1", (1000, GI), False, world.now, None))
         carried.unreserve("d/p1")
