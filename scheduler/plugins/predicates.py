@@ -97,6 +97,11 @@ class _Collector:
         self.steps.append((failing, result))
         self.failed |= failing
 
+    def add_passing(self, passing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
+        """:meth:`add` of the nodes ``passing`` leaves out; nothing to invert when every node passes."""
+        if np.count_nonzero(passing) != len(passing):
+            self.add(~passing, result)
+
     def reasons(self, i: int) -> list[tuple[Code, str]]:
         out: list[tuple[Code, str]] = []
         for failing, result in self.steps:
@@ -145,9 +150,9 @@ class Predicates:
             if any_cordoned and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
                 out.add(cordoned, (Code.UNRESOLVABLE, UNSCHEDULABLE_REASON))
             if affinity is not None:
-                out.add(~affinity.required(pod), (Code.UNRESOLVABLE, AFFINITY_REASON))
+                out.add_passing(affinity.required(pod), (Code.UNRESOLVABLE, AFFINITY_REASON))
             if taints is not None:
-                out.add(~taints.passes(task), (Code.UNRESOLVABLE, UNTOLERATED_REASON))
+                out.add_passing(taints.passes(task), (Code.UNRESOLVABLE, UNTOLERATED_REASON))
             if self.node_ports:
                 wanted = host_ports(pod)
                 if wanted and index.with_host_ports:
@@ -160,10 +165,10 @@ class Predicates:
                     out.add(clash, (Code.UNSCHEDULABLE, PORTS_REASON))
             if pod_affinity is not None:
                 res = pod_affinity.filter(task)
-                out.add(~res.passed, res)
+                out.add_passing(res.passed, res)
             if spread is not None:
                 res = spread.filter(task)
-                out.add(~res.passed, res)
+                out.add_passing(res.passed, res)
             return out.result()
 
         ssn.add_vector_predicate_fn(NAME, predicate)
