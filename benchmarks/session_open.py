@@ -3,8 +3,8 @@
 The build (``scheduler.framework.build.build_state``: the session's tasks, jobs, per-node task maps and node
 accounting) is timed inside each session the scheduler runs, as the daemon runs them (one per simulated second,
 default conf with ``loadaware``, the memory backend in-process), in two kinds of session: after a second's worth of
-NodeMetric reports (every node reports once a minute) with nothing pending, and after a batch of 100 new pods
-(the session binds them).  For each kind: the median CPU and wall milliseconds of the build, of the session's
+NodeMetric reports (every node reports once a minute) with nothing pending, after a batch of 100 new pods (the
+session binds them), and after a node came or went (added and deleted in turn).  For each kind: the median CPU and wall milliseconds of the build, of the session's
 opening (build and plugins), and of the whole session.  Nodes, pods and NodeMetrics are those of
 ``scheduler_throughput.py --shape steady``.
 
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from scheduler_throughput import _cluster, _scheduler, nodemetric, shaped_pods
+from scheduler_throughput import _cluster, _scheduler, node, nodemetric, shaped_pods
 
 import scheduler.framework.session as session_module
 from scheduler.engine import Scheduler
@@ -84,7 +84,15 @@ def run(nodes: int, pods: int, sessions: int) -> dict[str, dict[str, float]]:
         clock.advance(1)
         cluster.load(shaped_pods(f"batch{b}", 100, rng))
         _session(sched, batches)
-    return {"metrics_only": _medians(metrics), "batch_of_100": _medians(batches)}
+    churn: Clocks = {k: [] for k in kinds}
+    for s in range(sessions):
+        clock.advance(1)
+        if s % 2 == 0:
+            cluster.create("Node", node(nodes + s))
+        else:
+            cluster.delete("Node", node(s)["metadata"]["name"])
+        _session(sched, churn)
+    return {"metrics_only": _medians(metrics), "batch_of_100": _medians(batches), "node_came_or_went": _medians(churn)}
 
 
 def main() -> None:

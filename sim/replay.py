@@ -175,41 +175,23 @@ def _gpu_request(p: OpenbPod) -> int:
 def _openb_pods(
     trace: Sequence[OpenbPod], capacity: dict[str, float], hours: float, load: float, rng: np.random.Generator
 ) -> list[PodSpec]:
+    """The trace's pods replayed in creation order for ``hours``, spaced so the cluster sits at ``load``.
+
+    The stream starts a day before the simulation so the cluster is in its steady state at t = 0: pods that would
+    still be running then are submitted at t = 0 with the rest of their lifetime.
+    """
     end = hours * 3600.0
-    # The stream starts a day before the simulation so the cluster is in its steady state at t = 0: pods that
-    # would still be running then are submitted at t = 0 with the rest of their lifetime.
     warm = WARM_START_SECONDS
     ordered = sorted(trace, key=lambda p: (p.creation_time, p.name))
-    created = np.array([p.creation_time for p in ordered])
-    gaps = np.diff(created, append=created[-1]) if len(created) > 1 else np.ones(1)
-    # The list's first months hold a few pods days apart: idle stretches beyond the 99th percentile gap would
-    # leave the compressed stream empty for hours, so they are clipped; bursts and ordinary spacing are kept.
-    gaps = np.minimum(gaps, float(np.percentile(gaps, 99))) if gaps.size > 1 else gaps
-    if not gaps.any():
-        gaps = np.ones_like(gaps)
-    life = np.array(
-        [min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time, end + warm) for p in ordered]
-    )
-    life = np.maximum(life, 60.0)
-    demand = {
-        "cpu": np.array([p.cpu_milli for p in ordered], dtype=np.float64),
-        "memory": np.array([p.memory_mib * MiB for p in ordered], dtype=np.float64),
-        GPU_RESOURCE: np.array([_gpu_request(p) for p in ordered], dtype=np.float64),
-    }
-    # Little's law: concurrent requests = rate × E[request × lifetime].  Solve the rate for the target load on
-    # every resource and keep the smallest, so the binding one (often the GPUs) sits at ``load``, not beyond.
-    rate = min(
-        load * capacity[name] / max(float(np.mean(req * life)), 1e-9)
-        for name, req in demand.items()
-        if capacity.get(name, 0) > 0 and req.any()
-    )
-    scale = (1.0 / rate) / max(float(np.mean(gaps)), 1e-9)
+    gaps = _openb_gaps(ordered)
+    life = np.maximum(np.array([min((p.deletion_time if p.deletion_time is not None else np.inf) - p.creation_time,
+                                    end + warm) for p in ordered]), 60.0)
+    scale = (1.0 / _openb_rate(ordered, life, capacity, load)) / max(float(np.mean(gaps)), 1e-9)
     pods: list[PodSpec] = []
     t = -warm
     i = 0
     while t < end:
         k = i % len(ordered)
-        src = ordered[k]
         arrival, duration = t, float(life[k])
         t += float(gaps[k]) * scale
         i += 1
@@ -217,41 +199,75 @@ def _openb_pods(
             if arrival + duration <= 0:
                 continue
             arrival, duration = 0.0, arrival + duration
-        service = src.qos != "BE"
-        amp = float(rng.uniform(0.25, 0.55)) if service else 0.05
-        if service:
-            ratio = float(rng.uniform(1.1, 1.8)) if rng.random() < 0.2 else float(np.clip(rng.lognormal(np.log(0.4), 0.35), 0.1, 0.9))
-        else:
-            ratio = float(rng.uniform(0.6, 1.15))
-        cpu_req = max(src.cpu_milli, 1)
-        mem_req = src.memory_mib * MiB
-        gpu = _gpu_request(src)
-        pods.append(
-            PodSpec(
-                name=f"{src.name}-r{(i - 1) // len(ordered)}",
-                kind=PodKind.SERVICE if service else PodKind.BATCH,
-                arrival=arrival,
-                duration=duration,
-                cpu_request_milli=cpu_req,
-                memory_request_bytes=mem_req,
-                cpu_limit_milli=cpu_req * 2,
-                memory_limit_bytes=int(mem_req * 1.5),
-                priority=PROD_PRIORITY if service else BATCH_PRIORITY,
-                priority_class_name="loadwise-prod" if service else "loadwise-batch",
-                namespace="openb",
-                labels={"app": src.name, "openb.qos": src.qos},
-                extended_requests={GPU_RESOURCE: gpu} if gpu else {},
-                usage=UsageProfile(
-                    cpu_base_milli=cpu_req * ratio / (1 + amp * 0.5),
-                    cpu_amplitude=amp,
-                    cpu_peak=14 / 24 + float(rng.normal(0, 1.5)) / 24 if service else float(rng.random()),
-                    cpu_noise=float(rng.uniform(0.08, 0.18)) if service else 0.1,
-                    memory_base_bytes=mem_req * float(rng.uniform(0.45, 0.85)),
-                    memory_growth=0.1,
-                ),
-            )
-        )
+        pods.append(_openb_pod(ordered[k], f"{ordered[k].name}-r{(i - 1) // len(ordered)}", arrival, duration, rng))
     return pods
+
+
+def _openb_gaps(ordered: Sequence[OpenbPod]) -> npt.NDArray[np.float64]:
+    """The gaps between consecutive creations (the last one repeats the one before it).
+
+    The list's first months hold a few pods days apart: idle stretches beyond the 99th percentile gap would leave
+    the compressed stream empty for hours, so they are clipped; bursts and ordinary spacing are kept.
+    """
+    created = np.array([p.creation_time for p in ordered])
+    gaps = np.diff(created, append=created[-1]) if len(created) > 1 else np.ones(1)
+    gaps = np.minimum(gaps, float(np.percentile(gaps, 99))) if gaps.size > 1 else gaps
+    return gaps if gaps.any() else np.ones_like(gaps)
+
+
+def _openb_rate(ordered: Sequence[OpenbPod], life: npt.NDArray[np.float64], capacity: dict[str, float], load: float) -> float:
+    """Arrivals per second that put the binding resource at ``load``.
+
+    Little's law: concurrent requests = rate x E[request x lifetime].  The rate is solved for the target load on
+    every resource and the smallest kept, so the binding one (often the GPUs) sits at ``load``, not beyond.
+    """
+    demand = {
+        "cpu": np.array([p.cpu_milli for p in ordered], dtype=np.float64),
+        "memory": np.array([p.memory_mib * MiB for p in ordered], dtype=np.float64),
+        GPU_RESOURCE: np.array([_gpu_request(p) for p in ordered], dtype=np.float64),
+    }
+    return min(
+        load * capacity[name] / max(float(np.mean(req * life)), 1e-9)
+        for name, req in demand.items()
+        if capacity.get(name, 0) > 0 and req.any()
+    )
+
+
+def _openb_pod(src: OpenbPod, name: str, arrival: float, duration: float, rng: np.random.Generator) -> PodSpec:
+    """One replayed pod: a service unless best-effort, with a usage profile drawn from ``rng`` (draws in a fixed
+    order, so a seed gives the same workload)."""
+    service = src.qos != "BE"
+    amp = float(rng.uniform(0.25, 0.55)) if service else 0.05
+    if service:
+        ratio = float(rng.uniform(1.1, 1.8)) if rng.random() < 0.2 else float(np.clip(rng.lognormal(np.log(0.4), 0.35), 0.1, 0.9))
+    else:
+        ratio = float(rng.uniform(0.6, 1.15))
+    cpu_req = max(src.cpu_milli, 1)
+    mem_req = src.memory_mib * MiB
+    gpu = _gpu_request(src)
+    return PodSpec(
+        name=name,
+        kind=PodKind.SERVICE if service else PodKind.BATCH,
+        arrival=arrival,
+        duration=duration,
+        cpu_request_milli=cpu_req,
+        memory_request_bytes=mem_req,
+        cpu_limit_milli=cpu_req * 2,
+        memory_limit_bytes=int(mem_req * 1.5),
+        priority=PROD_PRIORITY if service else BATCH_PRIORITY,
+        priority_class_name="loadwise-prod" if service else "loadwise-batch",
+        namespace="openb",
+        labels={"app": src.name, "openb.qos": src.qos},
+        extended_requests={GPU_RESOURCE: gpu} if gpu else {},
+        usage=UsageProfile(
+            cpu_base_milli=cpu_req * ratio / (1 + amp * 0.5),
+            cpu_amplitude=amp,
+            cpu_peak=14 / 24 + float(rng.normal(0, 1.5)) / 24 if service else float(rng.random()),
+            cpu_noise=float(rng.uniform(0.08, 0.18)) if service else 0.1,
+            memory_base_bytes=mem_req * float(rng.uniform(0.45, 0.85)),
+            memory_growth=0.1,
+        ),
+    )
 
 
 def trace_workload(

@@ -11,8 +11,10 @@ session makes those objects anew from their pods before applying the cache's cha
 argument is local: an object neither touched nor named by the cache is what a rebuild would make of it.  The node
 accounting matrices are the one exception: small next to the tasks, the session gets a copy of the base.
 
-What cannot be followed one object at a time — the node set or order, the resource columns, PodGroups appearing
-or going, PriorityClasses — makes the state anew from the snapshot, with the same code that applies a new pod.
+Nodes coming or going lay the rows out anew (a node's info, task map and accounting move to its new row).  What
+cannot be followed one object at a time — the resource columns, PriorityClasses, a PodGroup named like a pod's group
+of one, a change log that no longer reaches back — makes the state anew from the snapshot, with the same code that
+applies a new pod; pods sharing a uid are not carried at all.
 """
 
 from __future__ import annotations
@@ -379,27 +381,64 @@ class CarriedState:
         self.dirty_rows.add(row)
 
     def _update_nodes(self, snap: Snapshot, changed: dict[str, bool]) -> None:
-        """Nodes changed in place (labels, taints, allocatable of the same resources): their views and
-        allocatable rows; any other change of the node set rebuilds."""
+        """Nodes changed in place (labels, taints, allocatable): their views and allocatable rows; nodes added or
+        gone (or no longer Ready): every row laid out anew (:meth:`_relayout`)."""
         if not changed:
             return
-        if [v.name for v in snap.nodes] != self.node_names:
-            raise Rebuild("the node set changed")
-        base = self.base
-        for name in changed:
-            row = self.node_row.get(name)
-            if row is None:
-                continue
-            view = snap.nodes[row]
-            node = self.nodes[row]
-            if view is node.view:
-                continue
-            if frozenset(view.allocatable) != frozenset(node.view.allocatable):
-                raise Rebuild(f"node {name} changed its resources")
-            node.view = view
-            base.allocatable[row] = allocation_matrix(self.col, [view.allocatable])[0]
-            base.idle[row] = base.allocatable[row] - base.used[row]
+        names = [v.name for v in snap.nodes]
+        if names != self.node_names:
+            self._relayout(snap, names)
+        else:
+            base = self.base
+            for name in changed:
+                row = self.node_row.get(name)
+                if row is None or snap.nodes[row] is self.nodes[row].view:
+                    continue
+                view = self.nodes[row].view = snap.nodes[row]
+                base.allocatable[row] = allocation_matrix(self.col, [view.allocatable])[0]
+                base.idle[row] = base.allocatable[row] - base.used[row]
         self.node_name_sets = {frozenset(v.allocatable) for v in snap.nodes}
+
+    def _relayout(self, snap: Snapshot, names: list[str]) -> None:
+        """The rows of ``snap``'s nodes: a node still there keeps its node info, task map and accounting at its new
+        row; the pods of a node gone count nowhere, those of a node come count on it."""
+        self._restore_rows()   # the task maps the last session changed, by the rows they had
+        old_names, old_row, old = self.node_names, self.node_row, self.base
+        row = {name: i for i, name in enumerate(names)}
+        kept_new = [i for i, name in enumerate(names) if name in old_row]
+        kept_old = [old_row[names[i]] for i in kept_new]
+        base = NodeArrays(self.columns, allocation_matrix(self.col, [v.allocatable for v in snap.nodes]))
+        for field in ("used", "releasing", "pipelined", "nonzero_requested", "task_count"):
+            getattr(base, field)[kept_new] = getattr(old, field)[kept_old]
+        base.idle[:] = base.allocatable - base.used
+        nodes: list[NodeInfo] = []
+        on_node: list[dict[str, TaskInfo]] = []
+        for i, view in enumerate(snap.nodes):
+            j = old_row.get(view.name)
+            if j is None:
+                nodes.append(NodeInfo(view, i, base))
+                on_node.append({})
+            else:
+                node = self.nodes[j]
+                node.index, node.view = i, view
+                nodes.append(node)
+                on_node.append(self.on_node[j])
+        self.base, self.nodes, self.on_node, self.node_names, self.node_row = base, nodes, on_node, names, row
+        self.node_by_name = {n.name: n for n in nodes}
+        came = row.keys() - old_row.keys()
+        for rec in self.pods.values():
+            if rec.row >= 0:
+                rec.row = row.get(old_names[rec.row], -1)
+            elif came and rec.template.node_name in came:
+                self._place(rec)
+
+    def _restore_rows(self) -> None:
+        """Give the node rows whose task maps changed since the last session was given them their carried maps."""
+        for row in self.dirty_rows:
+            tasks = self.nodes[row].tasks
+            tasks.clear()
+            tasks.update(self.on_node[row])
+        self.dirty_rows.clear()
 
     # ---- what a session gets --------------------------------------------------------------------------------------
 
@@ -410,11 +449,7 @@ class CarriedState:
         self.base.changes.clear()
         for node in self.nodes:
             node.arrays = arrays
-        for row in self.dirty_rows:
-            tasks = self.nodes[row].tasks
-            tasks.clear()
-            tasks.update(self.on_node[row])
-        self.dirty_rows.clear()
+        self._restore_rows()
         self.session_arrays = arrays
         jobs: dict[str, JobInfo] = {}
         dirty = self.dirty_groups

@@ -50,6 +50,7 @@ _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 
 
 def _check_requirement(expr: Any, where: str, *, field: bool) -> None:
+    """kube's validation of one node selector requirement (``field``: one of ``matchFields``)."""
     if not isinstance(expr, Mapping):
         raise ValueError(f"{where}: must be a mapping with key, operator and values")
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values")
@@ -61,26 +62,30 @@ def _check_requirement(expr: Any, where: str, *, field: bool) -> None:
         raise ValueError(f"{where}.operator: {op!r} is not one of {', '.join(_OPERATORS)}")
     if values is not None and (not isinstance(values, list) or not all(isinstance(v, str | int) for v in values)):
         raise ValueError(f"{where}.values: must be a list of strings")
-    vals = [str(v) for v in values or []]
+    _check_values(str(op), [str(v) for v in values or []], where, field=field)
+
+
+def _check_values(op: str, vals: list[str], where: str, *, field: bool) -> None:
+    """The values ``op`` takes: some for In/NotIn (one in matchFields), none for Exists/DoesNotExist, one integer
+    for Gt/Lt; matchFields takes In and NotIn only."""
     if op in ("In", "NotIn"):
         if not vals:
             raise ValueError(f"{where}.values: must be non-empty for operator {op}")
         if field and len(vals) != 1:
             raise ValueError(f"{where}.values: must have exactly one value for matchFields")
-    elif op in ("Exists", "DoesNotExist"):
-        if field:
-            raise ValueError(f"{where}.operator: {op} is not supported in matchFields")
+        return
+    if field:
+        raise ValueError(f"{where}.operator: {op} is not supported in matchFields")
+    if op in ("Exists", "DoesNotExist"):
         if vals:
             raise ValueError(f"{where}.values: must be empty for operator {op}")
-    else:
-        if field:
-            raise ValueError(f"{where}.operator: {op} is not supported in matchFields")
-        if len(vals) != 1:
-            raise ValueError(f"{where}.values: must have exactly one value for operator {op}")
-        try:
-            int(vals[0])
-        except ValueError:
-            raise ValueError(f"{where}.values[0]: must be an integer for operator {op}, got {vals[0]!r}") from None
+        return
+    if len(vals) != 1:
+        raise ValueError(f"{where}.values: must have exactly one value for operator {op}")
+    try:
+        int(vals[0])
+    except ValueError:
+        raise ValueError(f"{where}.values[0]: must be an integer for operator {op}, got {vals[0]!r}") from None
 
 
 def _check_term(term: Any, where: str) -> None:

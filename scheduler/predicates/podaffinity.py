@@ -57,18 +57,33 @@ def required_terms(affinity: Mapping[str, Any], kind: str) -> list[AffinityTerm]
     return out
 
 
+class _Verdict:
+    """Which nodes still pass, and the first reason each failing node failed for."""
+
+    def __init__(self, n: int) -> None:
+        self.ok = np.ones(n, dtype=np.bool_)
+        self.reasons = [""] * n
+
+    def fail(self, mask: BoolArray, reason: str) -> None:
+        for i in np.flatnonzero(self.ok & mask):
+            self.reasons[int(i)] = reason
+        self.ok[mask] = False
+
+
 def pod_affinity_filter(pod: PodView, node_labels: Sequence[Mapping[str, str]],
                         pods_by_node: Sequence[Sequence[PodView]]) -> tuple[BoolArray, list[str]]:
-    n = len(node_labels)
-    ok = np.ones(n, dtype=np.bool_)
-    reasons = [""] * n
+    """Which nodes ``pod`` may run on under required inter-pod (anti-)affinity, and why each other one may not:
+    the running pods' anti-affinity first, then the pod's affinity, then its anti-affinity."""
+    verdict = _Verdict(len(node_labels))
+    _existing_anti_affinity(pod, node_labels, pods_by_node, verdict)
+    _affinity(pod, node_labels, pods_by_node, verdict)
+    _anti_affinity(pod, node_labels, pods_by_node, verdict)
+    return verdict.ok, verdict.reasons
 
-    def fail(mask: BoolArray, reason: str) -> None:
-        for i in np.flatnonzero(ok & mask):
-            reasons[int(i)] = reason
-        ok[mask] = False
 
-    # existing pods' anti-affinity
+def _existing_anti_affinity(pod: PodView, node_labels: Sequence[Mapping[str, str]],
+                            pods_by_node: Sequence[Sequence[PodView]], verdict: _Verdict) -> None:
+    """Fails the domains of running pods whose required anti-affinity ``pod`` matches."""
     for j, pods in enumerate(pods_by_node):
         for other in pods:
             for term in required_terms(other.affinity, "podAntiAffinity"):
@@ -77,27 +92,39 @@ def pod_affinity_filter(pod: PodView, node_labels: Sequence[Mapping[str, str]],
                 value = node_labels[j].get(term.topology_key)
                 if value is None:
                     continue
-                fail(np.array([lb.get(term.topology_key) == value for lb in node_labels], dtype=np.bool_),
-                     EXISTING_ANTI_AFFINITY_REASON)
-    # incoming pod's affinity
+                verdict.fail(np.array([lb.get(term.topology_key) == value for lb in node_labels], dtype=np.bool_),
+                             EXISTING_ANTI_AFFINITY_REASON)
+
+
+def _affinity(pod: PodView, node_labels: Sequence[Mapping[str, str]], pods_by_node: Sequence[Sequence[PodView]],
+              verdict: _Verdict) -> None:
+    """Fails the nodes outside a domain holding a pod of each required affinity term; the first pod of its group
+    (no match anywhere, and it matches its own terms) needs only the terms' topology keys."""
     terms = required_terms(pod.affinity, "podAffinity")
-    if terms:
-        present = np.ones(n, dtype=np.bool_)
-        any_match = False
-        for term in terms:
-            ids, ndom = domain_ids(node_labels, term.topology_key)
-            has = np.zeros(ndom, dtype=np.bool_)
-            for j, pods in enumerate(pods_by_node):
-                if ids[j] >= 0 and any(term.matches(p, pod.namespace) for p in pods):
-                    has[ids[j]] = True
-                    any_match = True
-            present &= (ids >= 0) & has[np.maximum(ids, 0)] if ndom else np.zeros(n, dtype=np.bool_)
-        self_ok = all(t.matches(pod, pod.namespace) for t in terms)
-        if any_match or not self_ok:
-            fail(~present, AFFINITY_REASON)
-        else:  # first pod of its group: only the topology keys are required
-            fail(~np.all([domain_ids(node_labels, t.topology_key)[0] >= 0 for t in terms], axis=0), AFFINITY_REASON)
-    # incoming pod's anti-affinity
+    if not terms:
+        return
+    n = len(node_labels)
+    present = np.ones(n, dtype=np.bool_)
+    any_match = False
+    for term in terms:
+        ids, ndom = domain_ids(node_labels, term.topology_key)
+        has = np.zeros(ndom, dtype=np.bool_)
+        for j, pods in enumerate(pods_by_node):
+            if ids[j] >= 0 and any(term.matches(p, pod.namespace) for p in pods):
+                has[ids[j]] = True
+                any_match = True
+        present &= (ids >= 0) & has[np.maximum(ids, 0)] if ndom else np.zeros(n, dtype=np.bool_)
+    self_ok = all(t.matches(pod, pod.namespace) for t in terms)
+    if any_match or not self_ok:
+        verdict.fail(~present, AFFINITY_REASON)
+    else:
+        verdict.fail(~np.all([domain_ids(node_labels, t.topology_key)[0] >= 0 for t in terms], axis=0),
+                     AFFINITY_REASON)
+
+
+def _anti_affinity(pod: PodView, node_labels: Sequence[Mapping[str, str]],
+                   pods_by_node: Sequence[Sequence[PodView]], verdict: _Verdict) -> None:
+    """Fails the domains holding a pod that one of ``pod``'s required anti-affinity terms matches."""
     for term in required_terms(pod.affinity, "podAntiAffinity"):
         ids, ndom = domain_ids(node_labels, term.topology_key)
         taken = np.zeros(ndom, dtype=np.bool_)
@@ -105,5 +132,4 @@ def pod_affinity_filter(pod: PodView, node_labels: Sequence[Mapping[str, str]],
             if ids[j] >= 0 and any(term.matches(p, pod.namespace) for p in pods):
                 taken[ids[j]] = True
         if ndom:
-            fail((ids >= 0) & taken[np.maximum(ids, 0)], ANTI_AFFINITY_REASON)
-    return ok, reasons
+            verdict.fail((ids >= 0) & taken[np.maximum(ids, 0)], ANTI_AFFINITY_REASON)

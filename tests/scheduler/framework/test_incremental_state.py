@@ -340,3 +340,23 @@ def test_pods_sharing_a_uid_are_built_pod_by_pod() -> None:
     kept, got, want = _kept_and_fresh(sched, clock)
     assert got == want
     assert sched.memo.value("session.carried") is None
+
+
+def test_nodes_coming_and_going_move_the_carried_rows() -> None:
+    """A node added before the others, one gone and one no longer Ready: the carried state lays its rows out anew
+    (pods of a node gone count nowhere, pods naming a node that came count on it) instead of being made anew."""
+    cluster, clock, sched = _steady()
+    carried = sched.memo.value("session.carried")
+    cluster.create("Pod", pod("early", cpu="100m", node_name="a0"))
+    cluster.create("Node", node("a0"))
+    cluster.delete("Node", "n0")
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert got == want and sched.memo.value("session.carried") is carried
+    assert [n.name for n in carried.nodes] == ["a0", "n1"]
+    unready = node("n1")
+    unready["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    cluster.replace("Node", unready)
+    cluster.create("Node", node("n0"))
+    kept, got, want = _kept_and_fresh(sched, clock)
+    assert got == want and sched.memo.value("session.carried") is carried
+    assert [n.name for n in carried.nodes] == ["a0", "n0"]
