@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .api import NodeInfo, TaskInfo
-from .arrays import NodeArrays
+from .arrays import NodeArrays, RowCache
 from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
@@ -76,20 +76,28 @@ def pre_predicate(ssn: Session, task: TaskInfo) -> Status | None:
 # one node's resource check as one integer (_fit_row): fits idle, fits future idle
 FITS_IDLE, FITS_FUTURE = 1, 2
 # up to this many changed nodes (a few placements since the vector's last check) the check is redone node by node in
-# Python integers; past it the whole vector is checked again, which costs about what NumPy calls on a few rows do
+# Python integers; past it the changed rows are checked as a vector, which costs about what NumPy calls on a few
+# rows do
 ROW_BY_ROW = 4
 
 
-def _fit_masks(arr: NodeArrays, vec: IntArray, seen: int) -> tuple[BoolArray, BoolArray, list[int]]:
-    """Whether ``vec`` fits each node's idle resources, and what will be idle once releasing pods are gone and
-    pipelined ones arrived (``NodeArrays.fits`` on both), with the length of the change log they saw."""
-    future = arr.idle + arr.releasing - arr.pipelined
-    return arr.fits(vec, arr.idle), arr.fits(vec, future), [seen]
+def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray:
+    """Whether ``vec`` fits the idle resources (FITS_IDLE) and what will be idle once releasing pods are gone and
+    pipelined ones arrived (FITS_FUTURE) of the nodes ``rows`` (every node when None), as bits of one integer."""
+    if rows is not None and len(rows) <= ROW_BY_ROW:
+        values = vec.tolist()
+        return np.array([_fit_row(arr, values, i) for i in rows.tolist()], dtype=np.int64)
+    if rows is None:
+        idle, future = arr.idle, arr.future_idle()
+    else:
+        idle = arr.idle[rows]
+        future = idle + arr.releasing[rows] - arr.pipelined[rows]
+    bits: IntArray = arr.fits(vec, idle).astype(np.int64) * FITS_IDLE + arr.fits(vec, future) * FITS_FUTURE
+    return bits
 
 
 def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
-    """:func:`_fit_masks` of node ``i`` alone (FITS_IDLE, FITS_FUTURE, both or neither), compared column by column in
-    Python integers."""
+    """:func:`_fit_bits` of node ``i`` alone, compared column by column in Python integers."""
     skip = arr.fit_ignored
     idle, releasing, pipelined = arr.idle[i].tolist(), arr.releasing[i].tolist(), arr.pipelined[i].tolist()
     fits_idle = fits_future = True
@@ -104,44 +112,21 @@ def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
 class FitChecks:
     """A session's resource checks per task vector: whether it fits each node's idle and future idle resources.
 
-    A node's answer depends on that node's row of the node arrays alone, so the answers of a vector are kept and,
-    when the arrays logged only a few nodes as changed since its last check (a placement changes one), only those
-    are redone; after more changes (many pod shapes taking turns) the vector is checked on every node again.  Up to
-    ``slots`` vectors are kept, the least recently used going first."""
+    A node's answer depends on that node's row of the node arrays alone, so the answers are a :class:`RowCache` of
+    the vector: kept per vector (up to ``slots`` of them), and only the nodes the arrays logged as changed since its
+    last check are redone."""
 
     def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
         self.arrays = arrays
-        self.slots = slots
-        self._entries: dict[bytes, tuple[BoolArray, BoolArray, list[int]]] = {}
+        self._rows = RowCache(arrays, slots)
 
     def get(self, vec: IntArray) -> tuple[BoolArray, BoolArray]:
-        """Fresh copies of ``(fits idle, fits future idle)`` over every node."""
-        arr, entries = self.arrays, self._entries
-        log = arr.changes
+        """Fresh ``(fits idle, fits future idle)`` over every node."""
+        arr = self.arrays
         # the ignored columns are set once the session opens; a conf reload makes a new session
         key = vec.tobytes() if arr.fit_ignored is None else vec.tobytes() + arr.fit_ignored.tobytes()
-        hit = entries.pop(key, None)
-        if hit is None:
-            hit = _fit_masks(arr, vec, len(log))
-            if len(entries) >= self.slots:
-                del entries[next(iter(entries))]
-        elif hit[2][0] < len(log):
-            changed = log[hit[2][0]:]
-            rows = set(changed) if len(changed) <= 4 * ROW_BY_ROW else None   # a placement logs its node 1-3 times
-            if rows is not None and len(rows) <= ROW_BY_ROW:
-                self._redo(vec, hit, sorted(rows))
-                hit[2][0] = len(log)
-            else:
-                hit = _fit_masks(arr, vec, len(log))
-        entries[key] = hit   # most recently used last
-        return hit[0].copy(), hit[1].copy()
-
-    def _redo(self, vec: IntArray, hit: tuple[BoolArray, BoolArray, list[int]], changed: list[int]) -> None:
-        values = vec.tolist()
-        for i in changed:
-            row = _fit_row(self.arrays, values, i)
-            hit[0][i] = (row & FITS_IDLE) != 0
-            hit[1][i] = row >= FITS_FUTURE
+        bits = self._rows.get(key, lambda rows: _fit_bits(arr, vec, rows))
+        return (bits & FITS_IDLE) != 0, bits >= FITS_FUTURE
 
 
 def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
