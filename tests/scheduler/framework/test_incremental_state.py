@@ -193,6 +193,17 @@ def _digest(ssn: Session) -> dict[str, Any]:
     return out
 
 
+def started(*objs: dict[str, Any]) -> tuple[MemoryCluster, FakeClock, Scheduler]:
+    """A cluster of node n0 (with a fresh NodeMetric) and ``objs``, and a started scheduler that ran one session."""
+    clock = FakeClock(T0 + 60)
+    cluster = MemoryCluster(clock=clock)
+    cluster.load([node("n0"), _metric("n0", 500, T0 + 50), *objs])
+    sched = Scheduler(cluster, default_conf(), clock=clock)
+    sched.start()
+    sched.run_once()
+    return cluster, clock, sched
+
+
 def _fresh(sched: Scheduler, clock: FakeClock) -> Session:
     return Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink(), seed=7)
 
@@ -200,12 +211,7 @@ def _fresh(sched: Scheduler, clock: FakeClock) -> Session:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_event, min_size=1, max_size=16))
 def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, ...]]) -> None:
-    clock = FakeClock(T0 + 60)
-    cluster = MemoryCluster(clock=clock)
-    cluster.load([node("n0"), _metric("n0", 500, T0 + 50)])
-    sched = Scheduler(cluster, default_conf(), clock=clock)
-    sched.start()
-    sched.run_once()
+    cluster, clock, sched = started()
     for event in events:
         _apply(event, cluster, clock, sched)
         quiet = sched._quiet
@@ -242,13 +248,7 @@ def _kept_and_fresh(sched: Scheduler, clock: FakeClock) -> tuple[set[str], dict[
 def test_queue_usage_and_drf_shares_redo_exactly_the_jobs_not_kept() -> None:
     """A claiming session starts from the previous one's queue usage and drf shares and redoes the jobs it did not
     take over as they were: a pod replaced by one of another size under the same uid, a pod gone, a pod new."""
-    clock = FakeClock(T0 + 60)
-    cluster = MemoryCluster(clock=clock)
-    cluster.load([node("n0"), _metric("n0", 500, T0 + 50),
-                  *(pod(p, cpu="100m", node_name="n0") for p in ("p0", "p1", "p2"))])
-    sched = Scheduler(cluster, default_conf(), clock=clock)
-    sched.start()
-    sched.run_once()
+    cluster, clock, sched = started(*(pod(p, cpu="100m", node_name="n0") for p in ("p0", "p1", "p2")))
     kept, got, want = _kept_and_fresh(sched, clock)
     assert len(kept) == 3 and got == want
     cluster.delete("Pod", "p0", namespace="default")

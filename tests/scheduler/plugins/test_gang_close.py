@@ -20,7 +20,7 @@ from scheduler.plugins import gang as gang_plugin
 from scheduler.plugins.gang import Gang, validate
 from tests.scheduler.actions.helpers import FULL, gang, priority_class
 from tests.scheduler.factories import T0, conf, node, pod
-from tests.scheduler.framework.test_incremental_state import _apply, _event, _metric
+from tests.scheduler.framework.test_incremental_state import _apply, _event, _metric, started
 
 
 def _settled(job: JobInfo) -> bool:
@@ -59,12 +59,7 @@ def _patched(monkeypatch: Any) -> _Recorder:
 def test_jobs_left_out_of_close_need_nothing_after_every_session(monkeypatch: Any,
                                                                  events: list[tuple[Any, ...]]) -> None:
     _patched(monkeypatch)
-    clock = FakeClock(T0 + 60)
-    cluster = MemoryCluster(clock=clock)
-    cluster.load([node("n0"), _metric("n0", 500, T0 + 50)])
-    sched = Scheduler(cluster, default_conf(), clock=clock)
-    sched.start()
-    sched.run_once()
+    cluster, clock, sched = started()
     for event in events:
         _apply(event, cluster, clock, sched)
         sched.run_once()
