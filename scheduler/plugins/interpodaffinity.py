@@ -33,6 +33,7 @@ from scheduler.framework.api import TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.failures import Failures
 from scheduler.predicates.podaffinity import AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON
 
 from .podtopologyspread import GroupKey, Matcher, Placed, PodIndex, SpreadCheck, group_key
@@ -220,26 +221,6 @@ class ExistingTerms:
         self.version += 1
 
 
-class _Failures:
-    """Which nodes still pass a filter, and the steps that failed the others: a failing node's reason (the first
-    step that failed it) is made only when asked for."""
-
-    def __init__(self, n: int) -> None:
-        self.ok = np.ones(n, dtype=np.bool_)
-        self.steps: list[tuple[BoolArray, Code, str]] = []
-
-    def fail(self, bad: BoolArray, code: Code, reason: str) -> None:
-        if bad.any():
-            self.steps.append((bad, code, reason))
-            self.ok &= ~bad
-
-    def reasons(self, i: int) -> list[tuple[Code, str]]:
-        return next(([(code, reason)] for bad, code, reason in self.steps if bad[i]), [])
-
-    def result(self) -> FilterResult:
-        return FilterResult(self.ok, lazy=self.reasons)
-
-
 class InterPodAffinityCheck:
     """Per session: filter and score over the shared pod index, the placed pods' terms and topology domain ids."""
 
@@ -283,7 +264,7 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
-        out = _Failures(n)
+        out = Failures(n)
         if terms.required_affinity:
             out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)
         for t in terms.required_anti:

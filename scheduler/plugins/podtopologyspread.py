@@ -38,6 +38,7 @@ from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.failures import Failures
 from scheduler.predicates.spread import MISSING_LABEL_REASON, SKEW_REASON, SpreadConstraint, parse_constraints
 from scheduler.predicates.taints import taint_filter
 
@@ -663,30 +664,32 @@ class SpreadCheck:
         except (ValueError, TypeError) as exc:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
         hard = [c for c in cons if c.spec.hard]
-        ok = np.ones(n, dtype=np.bool_)
-        reasons: dict[int, list[tuple[Code, str]]] = {}
         if not hard:
-            return FilterResult(ok)
-        pod = task.pod
+            return FilterResult(np.ones(n, dtype=np.bool_))
+        out = Failures(n)
         has_all = self._has_all(hard)
         for c in hard:
             ids, ndom = self.domains(c.spec.topology_key)
-            counting = has_all & self._eligible(pod, c)
-            dom = np.bincount(ids[counting], weights=self._per_node(pod, c)[counting], minlength=ndom).astype(np.int64)
-            present = np.unique(ids[counting])
-            min_count = int(dom[present].min()) if present.size else 0
-            if present.size < c.spec.min_domains:
-                min_count = 0
-            self_match = 1 if c.spec.selector.matches(pod.labels) else 0
-            missing = ids < 0
-            skew = np.where(missing, 0, dom[np.maximum(ids, 0)] + self_match - min_count) if ndom else 0
-            bad = ~missing & (skew > c.spec.max_skew)
-            for i in np.flatnonzero(ok & missing).tolist():
-                reasons[i] = [(Code.UNRESOLVABLE, MISSING_LABEL_REASON)]
-            for i in np.flatnonzero(ok & bad).tolist():
-                reasons[i] = [(Code.UNSCHEDULABLE, SKEW_REASON)]
-            ok &= ~missing & ~bad
-        return FilterResult(ok, reasons)
+            out.fail(~self._present[c.spec.topology_key], Code.UNRESOLVABLE, MISSING_LABEL_REASON)
+            if ndom:
+                out.fail(self._skewed(task.pod, c, has_all)[ids], Code.UNSCHEDULABLE, SKEW_REASON)
+        return out.result()
+
+    def _skewed(self, pod: PodView, c: Constraint, has_all: BoolArray) -> BoolArray:
+        """Per domain of the constraint's key, whether the pod placed there would exceed maxSkew; one more slot,
+        False, for the nodes without the key (id -1).  Counted over the nodes carrying every hard constraint's key
+        that the pod's node affinity (and tolerations, when honoured) allow."""
+        ids, ndom = self.domains(c.spec.topology_key)
+        counting = has_all & self._eligible(pod, c)
+        where = ids[counting]
+        dom = np.bincount(where, weights=self._per_node(pod, c)[counting], minlength=ndom)
+        seen = np.bincount(where, minlength=ndom) > 0
+        domains = int(np.count_nonzero(seen))
+        min_count = dom[seen].min() if domains and domains >= c.spec.min_domains else 0
+        self_match = 1 if c.spec.selector.matches(pod.labels) else 0
+        out = np.zeros(ndom + 1, dtype=np.bool_)
+        out[:ndom] = dom + (self_match - min_count) > c.spec.max_skew
+        return out
 
     # -- score --
 
