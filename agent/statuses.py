@@ -72,14 +72,16 @@ def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | 
     usual: BoolArray = np.all(present, axis=1) & np.all(np.abs(scaled) < _INT_RANGE, axis=1)   # NaN: false
     truncated = np.trunc(np.where(usual[:, None], scaled, 0.0)).astype(np.int64)
     usual &= (truncated[:, 0] % 1000 != 0) & (truncated[:, 1] % 1024 != 0)
-    usual &= (np.abs(truncated) <= MAX_QUANTITY).all(axis=1)
+    usual &= np.all(np.abs(truncated) <= MAX_QUANTITY, axis=1)
     out: list[Reported | None] = [None] * len(present)
-    rows = np.flatnonzero(usual).tolist()
-    for i, (millis, n) in zip(rows, truncated[rows].tolist(), strict=True):
+    for i, (millis, n) in enumerate(truncated.tolist()):
         out[i] = ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n})
-    cores = means[0::2].tolist()
-    memory = means[1::2].tolist()
-    for i in np.flatnonzero(~usual & present.any(axis=1)).tolist():
-        has_cpu, has_memory = present[i].tolist()
-        out[i] = reported_quantities(cores[i] if has_cpu else None, memory[i] if has_memory else None)
+    others = np.flatnonzero(~usual).tolist()
+    if others:   # rare: each through the scalar function (both windows empty: None)
+        has = present.tolist()
+        values = means.tolist()
+        for i in others:
+            has_cpu, has_memory = has[i]
+            cpu, memory = (values[2 * i] if has_cpu else None), (values[2 * i + 1] if has_memory else None)
+            out[i] = None if cpu is None and memory is None else reported_quantities(cpu, memory)
     return out
