@@ -20,6 +20,22 @@ class Reclaim:
     name = "reclaim"
 
     def execute(self, ssn: Session) -> None:
+        queues, jobs, tasks = self._starving(ssn)
+        while not queues.empty():
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jq = jobs.get(queue.name)
+            if jq is None or jq.empty():
+                continue
+            self._serve(ssn, queue, jq.pop(), tasks)
+            if not jq.empty():
+                queues.push(queue)
+
+    @staticmethod
+    def _starving(ssn: Session) -> tuple[PriorityQueue[QueueInfo], dict[str, PriorityQueue[JobInfo]],
+                                          dict[str, PriorityQueue[TaskInfo]]]:
+        """The queues of running valid jobs, and per queue the starving jobs with their ungated pending tasks."""
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
         seen: set[str] = set()
         jobs: dict[str, PriorityQueue[JobInfo]] = {}
@@ -35,32 +51,23 @@ class Reclaim:
                 if pending:
                     jobs.setdefault(job.queue, ssn.job_queue()).push(job)
                     tasks[job.uid] = ssn.task_queue(pending)
+        return queues, jobs, tasks
 
-        while not queues.empty():
-            queue = queues.pop()
-            if ssn.overused(queue):
+    def _serve(self, ssn: Session, queue: QueueInfo, job: JobInfo, tasks: dict[str, PriorityQueue[TaskInfo]]) -> None:
+        """Reclaim for ``job``'s tasks while it starves; keep the evictions only if the job is then pipelined."""
+        stmt = Statement(ssn)
+        tq = tasks[job.uid]
+        while ssn.job_starving(job) and not tq.empty():
+            task = tq.pop()
+            if task.status is not TaskStatus.PENDING or task.never_preempts:
                 continue
-            jq = jobs.get(queue.name)
-            if jq is None or jq.empty():
+            if not ssn.preemptive(queue, task) or pre_predicate(ssn, task) is not None:
                 continue
-            job = jq.pop()
-            stmt = Statement(ssn)
-            tq = tasks[job.uid]
-            while ssn.job_starving(job) and not tq.empty():
-                task = tq.pop()
-                if task.status is not TaskStatus.PENDING:
-                    continue
-                if task.never_preempts:
-                    continue
-                if not ssn.preemptive(queue, task) or pre_predicate(ssn, task) is not None:
-                    continue
-                self._reclaim_for(ssn, stmt, task, queue)
-            if ssn.job_pipelined(job):
-                stmt.commit()
-            else:
-                stmt.discard()
-            if not jq.empty():
-                queues.push(queue)
+            self._reclaim_for(ssn, stmt, task, queue)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()
 
     def _reclaim_for(self, ssn: Session, stmt: Statement, task: TaskInfo, queue: QueueInfo) -> bool:
         mask = candidate_nodes(ssn, task)

@@ -133,18 +133,17 @@ def _opt_int(raw: Mapping[str, Any], key: str, source: str) -> int | None:
     return None if v is None else _int(v, key, source)
 
 
-def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaware arguments") -> LoadAwareArgs:
-    """Apply Koordinator's v1 defaulting then validation; errors name the JSON field."""
-    raw = raw or {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError("must be a mapping", source=source)
-    expiration = raw.get("nodeMetricExpirationSeconds")
-    expiration_s = 180 if expiration is None else _int(expiration, "nodeMetricExpirationSeconds", source)
-    if expiration_s <= 0:
-        raise ConfigError(f"must be > 0, got {expiration_s}", field="nodeMetricExpirationSeconds", source=source)
-    dominant = _int(raw.get("dominantResourceWeight", 0) or 0, "dominantResourceWeight", source)
-    if not 0 <= dominant <= 100:
-        raise ConfigError(f"must be in 0..100, got {dominant}", field="dominantResourceWeight", source=source)
+def _ranged(v: int, key: str, source: str, lo: int, hi: int | None, note: str = "") -> int:
+    """``v`` if it lies in lo..hi (no upper bound when ``hi`` is None), else an error naming ``key``."""
+    if v < lo or (hi is not None and v > hi):
+        want = f"in {lo}..{hi}{note}" if hi is not None else f">= {lo}"
+        raise ConfigError(f"must be {want}, got {v}", field=key, source=source)
+    return v
+
+
+def _resource_maps(raw: Mapping[str, Any], dominant: int,
+                   source: str) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Weights, thresholds and estimation factors, defaulted as Koordinator does; every weight needs a factor."""
     weights = _int_map(raw.get("resourceWeights"), "resourceWeights", source, 1, 100)
     if not weights and dominant == 0:
         weights = dict(DEFAULT_WEIGHTS)
@@ -158,29 +157,43 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaw
         if name not in scaling:
             raise ConfigError(f"resource {name!r} has a weight but no estimatedScalingFactors entry",
                               field=f"resourceWeights.{name}", source=source)
+    return weights, thresholds, scaling
+
+
+def _aggregated(raw: Mapping[str, Any], source: str) -> AggregatedArgs:
+    """The ``aggregated`` block: percentile thresholds and the windows they are read from."""
     agg_raw = raw.get("aggregated") or {}
     if not isinstance(agg_raw, Mapping):
         raise ConfigError("must be a mapping", field="aggregated", source=source)
-    aggregated = AggregatedArgs(
+    return AggregatedArgs(
         usage_thresholds=_int_map(agg_raw.get("usageThresholds"), "aggregated.usageThresholds", source, 0, 100),
         usage_aggregation_type=_agg_type(agg_raw, "usageAggregationType", source),
         usage_aggregated_duration=_duration(agg_raw, "usageAggregatedDuration", source),
         score_aggregation_type=_agg_type(agg_raw, "scoreAggregationType", source),
         score_aggregated_duration=_duration(agg_raw, "scoreAggregatedDuration", source),
     )
+
+
+def _supported(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
     supported = raw.get("supportedResources") or []
     if not isinstance(supported, list) or not all(isinstance(s, str) for s in supported):
         raise ConfigError("must be a list of resource names", field="supportedResources", source=source)
-    margin = _int(raw.get("waterlineMargin", 5), "waterlineMargin", source)
-    if not 0 <= margin <= 100:
-        raise ConfigError(f"must be in 0..100, got {margin}", field="waterlineMargin", source=source)
-    relax_after = _int(raw.get("relaxAfterSeconds", 0), "relaxAfterSeconds", source)
-    if relax_after < 0:
-        raise ConfigError(f"must be >= 0, got {relax_after}", field="relaxAfterSeconds", source=source)
+    return tuple(supported)
+
+
+def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaware arguments") -> LoadAwareArgs:
+    """Apply Koordinator's v1 defaulting then validation; errors name the JSON field."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError("must be a mapping", source=source)
+    expiration = raw.get("nodeMetricExpirationSeconds")
+    expiration_s = 180 if expiration is None else _int(expiration, "nodeMetricExpirationSeconds", source)
+    if expiration_s <= 0:
+        raise ConfigError(f"must be > 0, got {expiration_s}", field="nodeMetricExpirationSeconds", source=source)
+    dominant = _ranged(_int(raw.get("dominantResourceWeight", 0) or 0, "dominantResourceWeight", source),
+                       "dominantResourceWeight", source, 0, 100)
+    weights, thresholds, scaling = _resource_maps(raw, dominant, source)
     pressure = _int(raw.get("cpuPressureThreshold", 0) or 0, "cpuPressureThreshold", source)
-    if not 0 <= pressure <= 100:
-        raise ConfigError(f"must be in 0..100 (0 = off), got {pressure}", field="cpuPressureThreshold", source=source)
-    estimator = raw.get("estimator") or ""
     return LoadAwareArgs(
         filter_expired_node_metrics=_bool(raw, "filterExpiredNodeMetrics", True, source),
         node_metric_expiration_seconds=expiration_s,
@@ -191,15 +204,17 @@ def parse_loadaware_args(raw: Mapping[str, Any] | None, *, source: str = "loadaw
         prod_usage_thresholds=_int_map(raw.get("prodUsageThresholds"), "prodUsageThresholds", source, None, None),
         prod_usage_include_sys=_bool(raw, "prodUsageIncludeSys", False, source),
         score_according_prod_usage=_bool(raw, "scoreAccordingProdUsage", False, source),
-        estimator=str(estimator),
+        estimator=str(raw.get("estimator") or ""),
         estimated_scaling_factors=scaling,
         estimated_seconds_after_pod_scheduled=_opt_int(raw, "estimatedSecondsAfterPodScheduled", source),
         estimated_seconds_after_initialized=_opt_int(raw, "estimatedSecondsAfterInitialized", source),
         allow_customize_estimation=_bool(raw, "allowCustomizeEstimation", False, source),
-        aggregated=aggregated,
-        supported_resources=tuple(supported),
+        aggregated=_aggregated(raw, source),
+        supported_resources=_supported(raw, source),
         respect_waterlines=_bool(raw, "respectWaterlines", True, source),
-        waterline_margin=margin,
-        relax_after_seconds=relax_after,
-        cpu_pressure_threshold=pressure,
+        waterline_margin=_ranged(_int(raw.get("waterlineMargin", 5), "waterlineMargin", source),
+                                 "waterlineMargin", source, 0, 100),
+        relax_after_seconds=_ranged(_int(raw.get("relaxAfterSeconds", 0), "relaxAfterSeconds", source),
+                                    "relaxAfterSeconds", source, 0, None),
+        cpu_pressure_threshold=_ranged(pressure, "cpuPressureThreshold", source, 0, 100, " (0 = off)"),
     )

@@ -19,6 +19,7 @@ session events); only pods that carry affinity terms themselves are walked one b
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,13 +31,15 @@ from common.objects import PodView
 from common.selectors import LabelSelector, SelectorError
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
-from scheduler.framework.session import Session
+from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.failures import Failures
 from scheduler.predicates.podaffinity import AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON
 
-from .podtopologyspread import Matcher, PodIndex, SpreadCheck
+from .podtopologyspread import GroupKey, Matcher, Placed, PodIndex, SpreadCheck, group_key
 
-__all__ = ["NAME", "Term", "PodTerms", "pod_terms", "InterPodAffinityCheck", "InterPodAffinity"]
+__all__ = ["NAME", "Term", "PodTerms", "pod_terms", "parsed_terms", "ExistingTerms", "InterPodAffinityCheck",
+           "InterPodAffinity"]
 
 NAME = "interpodaffinity"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -114,26 +117,127 @@ def pod_terms(pod: PodView) -> PodTerms:
     return PodTerms(tuple(out["ra"]), tuple(out["rn"]), tuple(out["pa"]), tuple(out["pn"]))
 
 
+# the kinds of an existing pod's terms, in the order of :class:`PodTerms`
+REQUIRED_AFFINITY, REQUIRED_ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI = range(4)
+# one distinct term of the placed pods: its kind and the term (weight included)
+TermKey = tuple[int, Term]
+_EXISTING: weakref.WeakKeyDictionary[Session, ExistingTerms] = weakref.WeakKeyDictionary()
+
+
+def parsed_terms(ssn: Session, pod: PodView) -> PodTerms | None:
+    """The pod's terms, parsed once per pod object for as long as the session memo keeps it (None: malformed)."""
+    memo = ssn.memo.table("interpodaffinity.terms")
+    got: list[PodTerms | None] | None = memo.get(pod)
+    if got is None:
+        try:
+            got = memo.put(pod, [pod_terms(pod)])
+        except (SelectorError, ValueError, TypeError):
+            got = memo.put(pod, [None])
+    return got[0]
+
+
+class ExistingTerms:
+    """The (anti-)affinity terms of the placed pods that carry any, counted per node by distinct term: an incoming
+    pod is matched once per distinct term (and once per namespace and label set), not once per placed pod.  Made
+    from the pod index's pods with affinity when first read, then kept current from the session's events (the
+    index syncs first: its handler was added before this one's).  One per session, shared (:meth:`of`)."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.index = PodIndex.of(ssn)
+        self._owners: dict[str, tuple[Placed, list[TermKey]]] | None = None
+        self._by_term: dict[TermKey, dict[int, int]] = {}
+        self._matches: dict[GroupKey, dict[TermKey, bool]] = {}
+        self.version = 0  # moves whenever a count does
+        ssn.add_event_handler(EventHandler(self._sync, self._sync))
+
+    @classmethod
+    def of(cls, ssn: Session) -> ExistingTerms:
+        got = _EXISTING.get(ssn)
+        if got is None:
+            got = _EXISTING[ssn] = cls(ssn)
+        return got
+
+    def by_term(self) -> dict[TermKey, dict[int, int]]:
+        """Per distinct term, how many placed pods carry it on each node row (no zero entries)."""
+        if self._owners is None:
+            self._owners = {}
+            for uid, placed in self.index.with_affinity.items():
+                self._add(uid, placed)
+        return self._by_term
+
+    def matching(self, pod: PodView, group: GroupKey) -> list[TermKey]:
+        """The distinct terms that select ``pod`` (``group``: its namespace and labels, all a term reads)."""
+        known = self._matches.get(group)
+        if known is None:
+            known = self._matches[group] = {}
+        out = []
+        for key in self.by_term():
+            hit = known.get(key)
+            if hit is None:
+                hit = known[key] = key[1].matches(pod)
+            if hit:
+                out.append(key)
+        return out
+
+    def _sync(self, task: TaskInfo) -> None:
+        if self._owners is None:
+            return
+        now = self.index.with_affinity.get(task.uid)
+        had = self._owners.get(task.uid)
+        if had is not None and had[0] is now:
+            return
+        if had is not None:
+            self._remove(task.uid)
+        if now is not None:
+            self._add(task.uid, now)
+
+    def _add(self, uid: str, placed: Placed) -> None:
+        assert self._owners is not None
+        terms = parsed_terms(self.ssn, placed.pod)
+        keys: list[TermKey] = []
+        if terms is not None:
+            for kind, group in enumerate((terms.required_affinity, terms.required_anti, terms.preferred_affinity,
+                                          terms.preferred_anti)):
+                keys += [(kind, t) for t in group]
+        self._owners[uid] = (placed, keys)
+        for key in keys:
+            counts = self._by_term.setdefault(key, {})
+            counts[placed.node] = counts.get(placed.node, 0) + 1
+        self.version += 1
+
+    def _remove(self, uid: str) -> None:
+        assert self._owners is not None
+        placed, keys = self._owners.pop(uid)
+        for key in keys:
+            counts = self._by_term[key]
+            left = counts[placed.node] - 1
+            if left:
+                counts[placed.node] = left
+            else:
+                del counts[placed.node]
+                if not counts:
+                    del self._by_term[key]
+        self.version += 1
+
+
 class InterPodAffinityCheck:
-    """Per session: filter and score over the shared pod index and topology domain ids."""
+    """Per session: filter and score over the shared pod index, the placed pods' terms and topology domain ids."""
 
     def __init__(self, ssn: Session, *, hard_weight: int = 1, ignore_existing_preferred: bool = False,
                  spread: SpreadCheck | None = None) -> None:
         self.ssn = ssn
         self.index = PodIndex.of(ssn)
+        self.existing = ExistingTerms.of(ssn)
         self.n = len(ssn.nodes)
         self.hard_weight = hard_weight
         self.ignore_existing_preferred = ignore_existing_preferred
         self._domains = spread if spread is not None else SpreadCheck(ssn, (), False)
-        self._terms: dict[str, PodTerms | None] = {}
+        # per namespace and label set: the existing terms' score, while the counts are those it was made from
+        self._existing_scores: dict[GroupKey, tuple[int, IntArray]] = {}
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
-        if uid not in self._terms:
-            try:
-                self._terms[uid] = pod_terms(pod)
-            except (SelectorError, ValueError, TypeError):
-                self._terms[uid] = None
-        return self._terms[uid]
+        return parsed_terms(self.ssn, pod)
 
     def _domain(self, key: str) -> tuple[IntArray, int]:
         return self._domains.domains(key)
@@ -142,11 +246,14 @@ class InterPodAffinityCheck:
         has = ids >= 0
         return np.bincount(ids[has], weights=per_node[has], minlength=ndom).astype(np.int64)
 
-    def _same_domain(self, key: str, node: int) -> BoolArray:
-        ids, _ = self._domain(key)
-        if ids[node] < 0:
-            return np.zeros(self.n, dtype=np.bool_)
-        out: BoolArray = ids == ids[node]
+    def _domain_sums(self, key: str, counts: Mapping[int, int]) -> IntArray:
+        """Per node, the sum of ``counts`` (per node row) over the node's domain of ``key`` (0 without the key)."""
+        ids, ndom = self._domain(key)
+        dom = np.zeros(ndom + 1, dtype=np.int64)
+        np.add.at(dom, ids[np.fromiter(counts.keys(), np.int64, len(counts))],
+                  np.fromiter(counts.values(), np.int64, len(counts)))
+        dom[ndom] = 0  # what rows without the key (id -1, the last slot) added counts for nothing
+        out: IntArray = dom[ids]
         return out
 
     # -- filter --
@@ -157,44 +264,40 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
-        ok = np.ones(n, dtype=np.bool_)
-        reasons: dict[int, list[tuple[Code, str]]] = {}
-
-        def fail(bad: BoolArray, code: Code, reason: str) -> None:
-            for i in np.flatnonzero(ok & bad).tolist():
-                reasons[i] = [(code, reason)]
-            ok[bad] = False
-
+        out = Failures(n)
         if terms.required_affinity:
-            matcher: Matcher = tuple(t.matcher for t in terms.required_affinity)
-            per_node = self.index.counts(matcher, include_terminating=True)
-            exist = np.ones(n, dtype=np.bool_)
-            has_keys = np.ones(n, dtype=np.bool_)
-            any_pair = False
-            for t in terms.required_affinity:
-                ids, ndom = self._domain(t.topology_key)
-                dom = self._per_domain(ids, ndom, per_node)
-                any_pair |= bool((dom > 0).any())
-                has_keys &= ids >= 0
-                exist &= (ids >= 0) & (dom[np.maximum(ids, 0)] > 0 if ndom else False)
-            if not any_pair and all(t.matches(task.pod) for t in terms.required_affinity):
-                exist = has_keys  # the first pod of a group with affinity to itself
-            fail(~exist, Code.UNRESOLVABLE, AFFINITY_REASON)
+            out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)
         for t in terms.required_anti:
             ids, ndom = self._domain(t.topology_key)
             if not ndom:
                 continue
             dom = self._per_domain(ids, ndom, self.index.counts((t.matcher,), include_terminating=True))
-            fail((ids >= 0) & (dom[np.maximum(ids, 0)] > 0), Code.UNSCHEDULABLE, ANTI_AFFINITY_REASON)
-        for uid, placed in self.index.with_affinity.items():
-            other = self.terms_of(uid, placed.pod)
-            if other is None:
-                continue
-            for t in other.required_anti:
-                if t.matches(task.pod):
-                    fail(self._same_domain(t.topology_key, placed.node), Code.UNSCHEDULABLE,
-                         EXISTING_ANTI_AFFINITY_REASON)
-        return FilterResult(ok, reasons)
+            out.fail((ids >= 0) & (dom[np.maximum(ids, 0)] > 0), Code.UNSCHEDULABLE, ANTI_AFFINITY_REASON)
+        if self.index.with_affinity:
+            by_term = self.existing.by_term()
+            for key in self.existing.matching(task.pod, group_key(task.pod)):
+                if key[0] == REQUIRED_ANTI:
+                    out.fail(self._domain_sums(key[1].topology_key, by_term[key]) > 0, Code.UNSCHEDULABLE,
+                             EXISTING_ANTI_AFFINITY_REASON)
+        return out.result()
+
+    def _affinity_met(self, pod: PodView, required: Sequence[Term]) -> BoolArray:
+        """The nodes in a domain holding a pod that matches all the required affinity terms, for every term; the
+        first pod of a group (none matches anywhere, and the pod matches its own terms) needs only the keys."""
+        matcher: Matcher = tuple(t.matcher for t in required)
+        per_node = self.index.counts(matcher, include_terminating=True)
+        exist = np.ones(self.n, dtype=np.bool_)
+        has_keys = np.ones(self.n, dtype=np.bool_)
+        any_pair = False
+        for t in required:
+            ids, ndom = self._domain(t.topology_key)
+            dom = self._per_domain(ids, ndom, per_node)
+            any_pair |= bool((dom > 0).any())
+            has_keys &= ids >= 0
+            exist &= (ids >= 0) & (dom[np.maximum(ids, 0)] > 0 if ndom else False)
+        if not any_pair and all(t.matches(pod) for t in required):
+            return has_keys
+        return exist
 
     # -- score --
 
@@ -213,24 +316,31 @@ class InterPodAffinityCheck:
                     continue
                 dom = self._per_domain(ids, ndom, self.index.counts((t.matcher,), include_terminating=True))
                 score += np.where(ids >= 0, sign * t.weight * dom[np.maximum(ids, 0)], 0)
-        for uid, placed in self.index.with_affinity.items():
-            other = self.terms_of(uid, placed.pod)
-            if other is None:
+        if self.index.with_affinity:
+            score += self._existing_score(task.pod)
+        return score
+
+    def _existing_score(self, pod: PodView) -> IntArray:
+        """The placed pods' terms that select ``pod``, weighted, summed per node over the domains of their owners
+        (kept per namespace and label set while no count moves)."""
+        group = group_key(pod)
+        hit = self._existing_scores.get(group)
+        if hit is not None and hit[0] == self.existing.version:
+            return hit[1]
+        weights = {REQUIRED_AFFINITY: self.hard_weight}
+        if not self.ignore_existing_preferred:
+            weights[PREFERRED_AFFINITY] = weights[PREFERRED_ANTI] = 0  # the term's own weight
+        score = np.zeros(self.n, dtype=np.int64)
+        by_term = self.existing.by_term()
+        for key in self.existing.matching(pod, group):
+            kind, t = key
+            if kind not in weights or (kind == REQUIRED_AFFINITY and weights[kind] <= 0):
                 continue
-            # (weight override or 0 for the term's own weight, sign, terms)
-            weighted: list[tuple[int, int, Sequence[Term]]] = []
-            if self.hard_weight > 0:
-                weighted.append((self.hard_weight, 1, other.required_affinity))
-            if not self.ignore_existing_preferred:
-                weighted += [(0, 1, other.preferred_affinity), (0, -1, other.preferred_anti)]
-            for fixed, sign, group in weighted:
-                for t in group:
-                    if not t.matches(task.pod):
-                        continue
-                    same = self._same_domain(t.topology_key, placed.node)
-                    if not same.any():
-                        continue
-                    score += np.where(same, sign * (fixed or t.weight), 0)
+            weight = (weights[kind] or t.weight) * (-1 if kind == PREFERRED_ANTI else 1)
+            if weight:
+                score += weight * self._domain_sums(t.topology_key, by_term[key])
+        score.flags.writeable = False
+        self._existing_scores[group] = (self.existing.version, score)
         return score
 
     def score(self, task: TaskInfo) -> IntArray:

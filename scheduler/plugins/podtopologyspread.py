@@ -38,14 +38,15 @@ from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
+from scheduler.predicates.failures import Failures
 from scheduler.predicates.spread import MISSING_LABEL_REASON, SKEW_REASON, SpreadConstraint, parse_constraints
 from scheduler.predicates.taints import taint_filter
 
 from .nodeaffinity import AffinityCheck
 from .tainttoleration import TaintCheck
 
-__all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "PodIndex", "Constraint", "SpreadCheck",
-           "PodTopologySpread", "parse_default_constraints", "workload_selector", "port_number"]
+__all__ = ["NAME", "HOSTNAME", "SYSTEM_DEFAULT_CONSTRAINTS", "Matcher", "GroupKey", "group_key", "Placed", "PodIndex",
+           "Constraint", "SpreadCheck", "PodTopologySpread", "parse_default_constraints", "workload_selector", "port_number"]
 
 NAME = "podtopologyspread"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -74,13 +75,15 @@ def matcher_matches(matcher: Matcher, pod: PodView) -> bool:
 GroupKey = tuple[str, frozenset[tuple[str, str]]]
 
 
-def _group_key(pod: PodView) -> GroupKey:
+def group_key(pod: PodView) -> GroupKey:
     """What makes pods alike to every matcher: their namespace and labels."""
     return pod.namespace, frozenset(pod.labels.items())
 
 
 @dataclass(frozen=True, slots=True)
-class _Placed:
+class Placed:
+    """A pod the index counts: on which node row, whether it is terminating, and its group key."""
+
     pod: PodView
     node: int
     terminating: bool
@@ -96,16 +99,16 @@ class _NodeSeed:
 
     def __init__(self, index: int | None, pods: list[PodView]) -> None:
         self.index, self.pods = index, pods
-        self.placed: list[tuple[str, _Placed]] = []
+        self.placed: list[tuple[str, Placed]] = []
         self.rows: list[int] = []
-        self.with_affinity: list[tuple[str, _Placed]] = []
-        self.with_host_ports: list[tuple[str, _Placed]] = []
+        self.with_affinity: list[tuple[str, Placed]] = []
+        self.with_host_ports: list[tuple[str, Placed]] = []
 
     def holds(self, index: int | None, pods: list[PodView]) -> bool:
         """Whether this seed was made at node row ``index`` from the very same pod objects, in the same order."""
         return self.index == index and len(self.pods) == len(pods) and all(map(is_, self.pods, pods))
 
-    def add(self, uid: str, placed: _Placed, affinity: bool, host_ports: bool) -> None:
+    def add(self, uid: str, placed: Placed, affinity: bool, host_ports: bool) -> None:
         self.placed.append((uid, placed))
         if affinity:
             self.with_affinity.append((uid, placed))
@@ -117,16 +120,16 @@ class _SameUid(Exception):
     """A task uid met twice while seeding (not from a real cluster): the index is seeded again task by task."""
 
 
-def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStatus) -> tuple[_Placed, bool, bool]:
+def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStatus) -> tuple[Placed, bool, bool]:
     """The pod's placement record at node row ``idx`` (the memo's, while it still says the same node and the same
     terminating state) and whether the pod has pod affinity and host ports (computed once per pod object)."""
     terminating = status is TaskStatus.RELEASING or pod.deleting
     got: list[Any] | None = memo.get(pod)
     if got is None:
-        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None, _group_key(pod)])
+        got = memo.put(pod, [_has_pod_affinity(pod), _has_host_ports(pod), None, group_key(pod)])
     placed = got[2]
     if placed is None or placed.node != idx or placed.terminating != terminating:
-        placed = got[2] = _Placed(pod, idx, terminating, got[3])
+        placed = got[2] = Placed(pod, idx, terminating, got[3])
     return placed, got[0], got[1]
 
 
@@ -143,7 +146,7 @@ class _Group:
         self.live: dict[int, int] = {}
         self.targets = targets
 
-    def add(self, p: _Placed, delta: int) -> None:
+    def add(self, p: Placed, delta: int) -> None:
         node = p.node
         self.every[node] = self.every.get(node, 0) + delta
         if not p.terminating:
@@ -206,7 +209,7 @@ class _Carried:
         out._fresh = set()
         return out
 
-    def _add(self, p: _Placed, delta: int) -> None:
+    def _add(self, p: Placed, delta: int) -> None:
         key = p.group
         tally = self.tallies.get(key)
         if key not in self._fresh:  # shared with the state this one was moved from: changed on a copy
@@ -258,11 +261,11 @@ class PodIndex:
     def __init__(self, ssn: Session) -> None:
         self.n = len(ssn.nodes)
         self._index = {nd.name: i for i, nd in enumerate(ssn.nodes)}
-        self._placed: dict[str, _Placed] = {}
+        self._placed: dict[str, Placed] = {}
         self.pod_count = np.zeros(self.n, dtype=np.int64)
         self._counts: dict[Matcher, tuple[IntArray, IntArray]] = {}  # all pods, non-terminating pods
-        self.with_affinity: dict[str, _Placed] = {}
-        self.with_host_ports: dict[str, _Placed] = {}
+        self.with_affinity: dict[str, Placed] = {}
+        self.with_host_ports: dict[str, Placed] = {}
         # the placed pods by namespace and labels, made when the first matcher is counted (pods of a few workloads
         # make a few groups, so a matcher is tried once per group, not once per pod); the key per pod object is kept;
         # the groups by label pair, so a matcher is tried only on the groups carrying one of its required pairs
@@ -271,8 +274,8 @@ class PodIndex:
         # until the groups are made, what they start from: the carried tallies of the seeds, the placed pods of
         # the nodes without a seed, and every change synced since
         self._tallies: dict[GroupKey, _Tally] = {}
-        self._loose: list[_Placed] = []
-        self._journal: list[tuple[_Placed, int]] = []
+        self._loose: list[Placed] = []
+        self._journal: list[tuple[Placed, int]] = []
         self._group_keys = ssn.memo.table("podindex.group")
         self._seed(ssn)
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
@@ -330,7 +333,7 @@ class PodIndex:
         """Places a node's tasks one by one, recording them in ``seed`` when given; returns the seed to keep
         (None once a task counts on another row than the node's); :class:`_SameUid` on a uid already placed."""
         index, placed_by_uid = self._index, self._placed
-        mine: list[_Placed] = []
+        mine: list[Placed] = []
         for task in tasks:
             idx = index.get(task.node_name) if task.node_name else None
             status = task.status
@@ -400,12 +403,12 @@ class PodIndex:
         if idx is not None:
             key: GroupKey | None = self._group_keys.get(task.pod)
             if key is None:
-                key = self._group_keys.put(task.pod, _group_key(task.pod))
-            placed = _Placed(task.pod, idx, terminating, key)
+                key = self._group_keys.put(task.pod, group_key(task.pod))
+            placed = Placed(task.pod, idx, terminating, key)
             self._placed[task.uid] = placed
             self._apply(task.uid, placed, 1)
 
-    def _group(self, p: _Placed) -> _Group:
+    def _group(self, p: Placed) -> _Group:
         assert self._groups is not None
         group = self._groups.get(p.group)
         if group is None:
@@ -415,7 +418,7 @@ class PodIndex:
                 self._by_pair.setdefault(pair, []).append(group)
         return group
 
-    def _apply(self, uid: str, p: _Placed, delta: int) -> None:
+    def _apply(self, uid: str, p: Placed, delta: int) -> None:
         self.pod_count[p.node] += delta
         if self._groups is not None:
             self._group(p).add(p, delta)
@@ -661,30 +664,32 @@ class SpreadCheck:
         except (ValueError, TypeError) as exc:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
         hard = [c for c in cons if c.spec.hard]
-        ok = np.ones(n, dtype=np.bool_)
-        reasons: dict[int, list[tuple[Code, str]]] = {}
         if not hard:
-            return FilterResult(ok)
-        pod = task.pod
+            return FilterResult(np.ones(n, dtype=np.bool_))
+        out = Failures(n)
         has_all = self._has_all(hard)
         for c in hard:
             ids, ndom = self.domains(c.spec.topology_key)
-            counting = has_all & self._eligible(pod, c)
-            dom = np.bincount(ids[counting], weights=self._per_node(pod, c)[counting], minlength=ndom).astype(np.int64)
-            present = np.unique(ids[counting])
-            min_count = int(dom[present].min()) if present.size else 0
-            if present.size < c.spec.min_domains:
-                min_count = 0
-            self_match = 1 if c.spec.selector.matches(pod.labels) else 0
-            missing = ids < 0
-            skew = np.where(missing, 0, dom[np.maximum(ids, 0)] + self_match - min_count) if ndom else 0
-            bad = ~missing & (skew > c.spec.max_skew)
-            for i in np.flatnonzero(ok & missing).tolist():
-                reasons[i] = [(Code.UNRESOLVABLE, MISSING_LABEL_REASON)]
-            for i in np.flatnonzero(ok & bad).tolist():
-                reasons[i] = [(Code.UNSCHEDULABLE, SKEW_REASON)]
-            ok &= ~missing & ~bad
-        return FilterResult(ok, reasons)
+            out.fail(~self._present[c.spec.topology_key], Code.UNRESOLVABLE, MISSING_LABEL_REASON)
+            if ndom:
+                out.fail(self._skewed(task.pod, c, has_all)[ids], Code.UNSCHEDULABLE, SKEW_REASON)
+        return out.result()
+
+    def _skewed(self, pod: PodView, c: Constraint, has_all: BoolArray) -> BoolArray:
+        """Per domain of the constraint's key, whether the pod placed there would exceed maxSkew; one more slot,
+        False, for the nodes without the key (id -1).  Counted over the nodes carrying every hard constraint's key
+        that the pod's node affinity (and tolerations, when honoured) allow."""
+        ids, ndom = self.domains(c.spec.topology_key)
+        counting = has_all & self._eligible(pod, c)
+        where = ids[counting]
+        dom = np.bincount(where, weights=self._per_node(pod, c)[counting], minlength=ndom)
+        seen = np.bincount(where, minlength=ndom) > 0
+        domains = int(np.count_nonzero(seen))
+        min_count = dom[seen].min() if domains and domains >= c.spec.min_domains else 0
+        self_match = 1 if c.spec.selector.matches(pod.labels) else 0
+        out = np.zeros(ndom + 1, dtype=np.bool_)
+        out[:ndom] = dom + (self_match - min_count) > c.spec.max_skew
+        return out
 
     # -- score --
 

@@ -107,7 +107,7 @@ class _Collector:
         for failing, result in self.steps:
             if not failing[i]:
                 continue
-            found = [result] if isinstance(result, tuple) else (result.reasons.get(i) or [result.default])
+            found = [result] if isinstance(result, tuple) else result.found(i)
             out.extend(found)
             if any(code is not Code.UNSCHEDULABLE for code, _ in found):
                 break
