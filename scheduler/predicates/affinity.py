@@ -39,7 +39,10 @@ def label_groups(node_labels: Sequence[Mapping[str, str]], node_names: Sequence[
 def projected_groups(node_labels: Sequence[Mapping[str, str]], keys: Sequence[str]) -> NodeGroups[LabelSig]:
     """Nodes grouped by their labels of ``keys`` alone: for a selector that reads only those keys, nodes differing
     elsewhere (a hostname label makes every node's label set its own) answer alike."""
-    return NodeGroups([(tuple((k, lb[k]) for k in keys if k in lb), "") for lb in node_labels])
+    by_values = NodeGroups([tuple(map(lb.get, keys)) for lb in node_labels])  # None: the node lacks the key
+    sigs: list[LabelSig] = [(tuple((k, v) for k, v in zip(keys, values, strict=True) if v is not None), "")
+                            for values in by_values.keys]
+    return NodeGroups.of_ids(sigs, by_values.ids)
 
 
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
