@@ -235,8 +235,9 @@ class InterPodAffinityCheck:
         self.hard_weight = hard_weight
         self.ignore_existing_preferred = ignore_existing_preferred
         self._domains = spread if spread is not None else SpreadCheck(ssn, (), False)
-        # per namespace and label set: the existing terms' score, while the counts are those it was made from
-        self._existing_scores: dict[GroupKey, tuple[int, IntArray]] = {}
+        # per namespace and label set, while the counts are those they were made from: the existing terms' score
+        # and, once asked for, that score normalised over every node
+        self._existing_scores: dict[GroupKey, list[Any]] = {}
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self.ssn, pod)
@@ -332,7 +333,8 @@ class InterPodAffinityCheck:
         group = group_key(pod)
         hit = self._existing_scores.get(group)
         if hit is not None and hit[0] == self.existing.version:
-            return hit[1]
+            kept: IntArray = hit[1]
+            return kept
         weights = {REQUIRED_AFFINITY: self.hard_weight}
         if not self.ignore_existing_preferred:
             weights[PREFERRED_AFFINITY] = weights[PREFERRED_ANTI] = 0  # the term's own weight
@@ -346,15 +348,26 @@ class InterPodAffinityCheck:
             if weight:
                 score += weight * self._domain_sums(t.topology_key, by_term[key])
         score.flags.writeable = False
-        self._existing_scores[group] = (self.existing.version, score)
+        self._existing_scores[group] = [self.existing.version, score, None]
         return score
 
     def score(self, task: TaskInfo) -> IntArray:
-        """0..100 per node, min-max normalised over the nodes being scored (0 elsewhere)."""
+        """0..100 per node, min-max normalised over the nodes being scored (0 elsewhere).  For a pod without
+        preferred terms of its own scored on every node, kept with the placed pods' terms' score it comes from."""
         raw = self.raw_score(task)
         if raw is None:
             return np.zeros(self.n, dtype=np.int64)
-        return _min_max(raw, self.ssn.scoring_mask())
+        mask = self.ssn.scoring_mask()
+        if np.count_nonzero(mask) != self.n:
+            return _min_max(raw, mask)
+        kept = self._existing_scores.get(group_key(task.pod))
+        if kept is None or kept[1] is not raw:
+            return _min_max(raw, mask)
+        out: IntArray | None = kept[2]
+        if out is None:
+            out = kept[2] = _min_max(raw, mask)
+            out.flags.writeable = False
+        return out
 
 
 def _min_max(raw: IntArray, mask: BoolArray) -> IntArray:
