@@ -33,6 +33,7 @@ __all__ = [
     "summaries",
     "means",
     "row_means",
+    "row_means_array",
     "window_stats",
     "window_average",
     "is_warm",
@@ -136,6 +137,25 @@ def row_means(values: array[float], counts: Sequence[int]) -> list[float | None]
             out[k] = total / n
     return out
 
+
+
+def row_means_array(values: array[float], counts: Sequence[int]) -> FloatArray:
+    """:func:`row_means` as an array, for many windows at once: window ``i``'s mean at ``i``, 0.0 for an empty one.
+
+    The rows of each length are gathered into one C-contiguous matrix with one fancy index and summed in one call:
+    the sums, and so the means, are those of :func:`row_means`, however many windows there are.
+    """
+    lengths = np.array(counts, dtype=np.intp)
+    out: FloatArray = np.zeros(lengths.size)
+    if not values:
+        return out
+    flat: FloatArray = np.frombuffer(values, dtype=np.float64)
+    starts = np.cumsum(lengths) - lengths
+    for n in np.unique(lengths).tolist():
+        if n:
+            rows = np.flatnonzero(lengths == n)
+            out[rows] = _sum(flat[starts[rows, None] + np.arange(n)], axis=1) / n
+    return out
 
 class SeriesWindows:
     """One series over several windows that all end at ``now``: window ``i`` is ``[starts[i], now]``.

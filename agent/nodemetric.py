@@ -51,6 +51,10 @@ __all__ = [
     "UsageSample",
     "UsageStore",
     "resource_map",
+    "reported_quantities",
+    "report_rings",
+    "assemble_status",
+    "Reported",
     "build_nodemetric_status",
     "nodemetric_object",
 ]
@@ -392,12 +396,15 @@ class UsageStore:
         return NODE_MEMORY
 
 
+Reported = tuple[dict[str, str], dict[str, int]]  # a resources map's texts and what they parse back to
+
+
 def resource_map(cpu_cores: float | None, memory_bytes: float | None) -> dict[str, Any]:
     """A ResourceMap (``{"resources": {...}}``): cpu as truncated millis, memory as truncated bytes."""
-    return {"resources": _reported(cpu_cores, memory_bytes)[0]}
+    return {"resources": reported_quantities(cpu_cores, memory_bytes)[0]}
 
 
-def _reported(cpu_cores: float | None, memory_bytes: float | None) -> tuple[dict[str, str], dict[str, int]]:
+def reported_quantities(cpu_cores: float | None, memory_bytes: float | None) -> Reported:
     """The ``resources`` of :func:`resource_map` and what parsing them gives (the same truncated numbers, zeros
     left out, within a quantity's bounds), both from one truncation: a typed reader takes the second as is."""
     texts: dict[str, str] = {}
@@ -454,20 +461,11 @@ def _aggregated(
     return out
 
 
-def build_nodemetric_status(
-    store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta], *, typed: bool = False
-) -> dict[str, Any]:
-    """The NodeMetric ``status`` at ``now`` from the recorded history (docs/design/nodemetric.md §4).
-
-    The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
-    rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).  ``typed``: the
-    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry and the node's
-    usage, for a reader in the same process (the simulator's scheduler), which then need not parse them back.
-    """
-    start = now - float(policy.window_seconds)
+def report_rings(store: UsageStore, metas: Sequence[PodMeta]) -> list[Ring | None]:
+    """The rings a report averages, in its order: the node's cpu and memory, the system's cpu and memory, then each
+    pod's cpu and memory (``metas`` in the report's order).  The rings the store keeps for its writes when it has
+    them, else looked up by series name (the same rings)."""
     node_memory = store.node_memory_series()
-    metas = sorted(pods, key=_POD_ORDER)
-    # The rings the store keeps for its writes when it has them, else looked up by series name (the same rings).
     node_rings = store._kept_node_rings() if node_memory == NODE_MEMORY else None
     rings: list[Ring | None]
     if node_rings is not None:
@@ -485,25 +483,54 @@ def build_nodemetric_status(
             rings += (pod_ring(cpu_series), pod_ring(memory_series))
         else:
             rings += pair
+    return rings
+
+
+def build_nodemetric_status(
+    store: UsageStore, now: float, policy: MetricCollectPolicy, pods: Iterable[PodMeta], *, typed: bool = False
+) -> dict[str, Any]:
+    """The NodeMetric ``status`` at ``now`` from the recorded history (docs/design/nodemetric.md §4).
+
+    The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
+    rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).  ``typed``: the
+    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry and the node's
+    usage, for a reader in the same process (the simulator's scheduler), which then need not parse them back.
+    """
+    metas = sorted(pods, key=_POD_ORDER)
     values: array[float] = array("d")
-    averages = row_means(values, gather_windows(rings, start, now, values))
+    start = now - float(policy.window_seconds)
+    averages = row_means(values, gather_windows(report_rings(store, metas), start, now, values))
+    pairs = [
+        None if cpu is None and mem is None else reported_quantities(cpu, mem)
+        for cpu, mem in zip(averages[0::2], averages[1::2], strict=True)
+    ]
+    return assemble_status(store, now, policy, metas, pairs, typed=typed)
+
+
+def assemble_status(
+    store: UsageStore, now: float, policy: MetricCollectPolicy, metas: Sequence[PodMeta],
+    pairs: Sequence[Reported | None], *, typed: bool = False
+) -> dict[str, Any]:
+    """The status of :func:`build_nodemetric_status` from its window averages, already reported: ``pairs`` holds
+    the (texts, parsed) of each (cpu, memory) pair of :func:`report_rings` (node, system, then each pod of
+    ``metas``, in that order), ``None`` for a pair with no sample in the window."""
+    node_memory = store.node_memory_series()
     aggregated, aggregated_system = _aggregated(
         store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY)
     )
-    node_texts, node_usage = _reported(averages[0], averages[1])
+    node_texts, node_usage = pairs[0] or ({}, {})
     node_metric: dict[str, Any] = {
         "nodeUsage": {"resources": node_texts},
         "aggregatedNodeUsages": aggregated,
-        "systemUsage": resource_map(averages[2], averages[3]),
+        "systemUsage": {"resources": (pairs[1] or ({}, {}))[0]},
         "aggregatedSystemUsages": aggregated_system,
     }
     pods_metric: list[dict[str, Any]] = []
     views: list[PodMetricView] = []
-    for k, meta in enumerate(metas, start=2):
-        cpu, mem = averages[2 * k], averages[2 * k + 1]
-        if cpu is None and mem is None:
+    for meta, pair in zip(metas, pairs[2:], strict=True):
+        if pair is None:
             continue
-        texts, usage = _reported(cpu, mem)
+        texts, usage = pair
         pods_metric.append(
             {
                 "namespace": meta.namespace,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from agent.nodemetric import (
     build_nodemetric_status,
     nodemetric_object,
 )
+from agent.statuses import build_nodemetric_statuses
 from common.cluster.memory import MemoryCluster
 from sim.model import NodeSpec
 from sim.objects import with_uid
@@ -136,15 +138,24 @@ class SimAgents:
 
     def publish(self) -> None:
         """Build and write every report made and not written yet, in the order they were made: before anything
-        reads the NodeMetrics."""
+        reads the NodeMetrics.  They are built in one batch (:func:`agent.statuses.build_nodemetric_statuses`)."""
         deferred, self._deferred = self._deferred, {}
-        for node, waiting in deferred.items():
-            self._build(node, waiting)
+        if not deferred:
+            return
+        # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
+        statuses = build_nodemetric_statuses(
+            [(self.stores[node], waiting.t, waiting.pods) for node, waiting in deferred.items()], self.policy, typed=True
+        )
+        for node, status in zip(deferred, statuses, strict=True):
+            self._write(node, status)
 
     def _build(self, node: int, report: _Deferred) -> None:
         """Node ``node``'s NodeMetric status at the report's time, written (status subresource)."""
         # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
-        status = build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods, typed=True)
+        self._write(node, build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods, typed=True))
+
+    def _write(self, node: int, status: dict[str, Any]) -> None:
+        """Node ``node``'s NodeMetric status written (status subresource)."""
         # A fresh status nobody else holds: handed over to the cluster rather than copied in and out.
         self.cluster.write_status("NodeMetric", self.nodes[node].name, status)
         self.built += 1

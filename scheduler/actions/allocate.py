@@ -2,7 +2,8 @@
 
 A job is filled up to its gang minimum inside one statement; the statement is committed (bound) only when the job
 is ready, kept in session memory when it is merely pipelined, and discarded otherwise.  Nodes where the task fits
-what is idle now are preferred; nodes that fit only once releasing pods leave yield a pipelined task.
+what is idle now are preferred; nodes that fit only once releasing pods leave yield a pipelined task.  Runs of
+identical pods are evaluated only on the nodes each placement changed (:mod:`scheduler.framework.runs`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from scheduler.framework.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, Task
 from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best, single_node
 from scheduler.framework.keyed import OrderedQueue
 from scheduler.framework.plugin import register_action
+from scheduler.framework.runs import IdenticalRun
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import FitErrors
@@ -20,6 +22,10 @@ __all__ = ["Allocate"]
 
 class Allocate:
     name = "allocate"
+
+    def __init__(self, identical_runs: bool = True) -> None:
+        """``identical_runs``: evaluate runs of identical pods node by node (False: every pod on every node)."""
+        self.identical_runs = identical_runs
 
     def execute(self, ssn: Session) -> None:
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
@@ -47,6 +53,7 @@ class Allocate:
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
 
+        run = IdenticalRun(ssn) if self.identical_runs else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue):
@@ -56,7 +63,7 @@ class Allocate:
                 continue
             job = jq.pop()
             tasks = worksheets[job.uid]
-            stmt = self._allocate_tasks(ssn, queue, job, tasks)
+            stmt = self._allocate_tasks(ssn, queue, job, tasks, run)
             if stmt is not None and ssn.job_ready(job):
                 stmt.commit()
                 if not tasks.empty():
@@ -64,7 +71,7 @@ class Allocate:
             queues.push(queue)
 
     def _allocate_tasks(self, ssn: Session, queue: QueueInfo, job: JobInfo,
-                        tasks: PriorityQueue[TaskInfo]) -> Statement | None:
+                        tasks: PriorityQueue[TaskInfo], run: IdenticalRun | None) -> Statement | None:
         stmt = Statement(ssn)
         failed_roles: set[str] = set()
         while not tasks.empty():
@@ -88,29 +95,23 @@ class Allocate:
                 break
             node = self._nominated(ssn, task)
             placed = False
-            ev = None
-            if node is None:
-                ev = evaluate_nodes(ssn, task, mode="allocate")
-                if not ev.feasible.any():
-                    ssn.record_fit_errors(task, ev.fit_errors())
+            fits: tuple[bool, bool] | None = None
+            if node is not None and run is not None:
+                run.forget()   # placed without the run: it may have changed more than its node for the run's pod
+            picked = run.pick(task) if node is None and run is not None else None
+            if picked is not None:
+                node, fits = picked[0], picked[1:]
+            elif node is None:
+                found = self._evaluated(ssn, task)
+                if found is None:
                     if task.role:
                         failed_roles.add(task.role)
                     if job.need_continue_allocating(failed_roles | {task.role}):
                         continue
                     break
-                now_mask = ev.feasible & ev.fits_idle
-                mask = now_mask if now_mask.any() else ev.feasible
-                node = select_best(ssn, task, mask)
-                if ssn.explain is not None and node is not None:
-                    ssn.explain[task.key].node = node.name
+                node, fits = found
             if node is not None:
-                # nothing changed the node arrays since the evaluation: its resource checks still hold
-                if ev is not None:
-                    fits_idle, fits_future = bool(ev.fits_idle[node.index]), bool(ev.fits_future[node.index])
-                else:
-                    fits_idle = bool(ssn.arrays.fits(task.vector, ssn.arrays.idle[node.index:node.index + 1])[0])
-                    fits_future = fits_idle or bool(ssn.arrays.fits(
-                        task.vector, ssn.arrays.future_idle()[node.index:node.index + 1])[0])
+                fits_idle, fits_future = fits if fits is not None else self._fits(ssn, task, node)
                 if fits_idle:
                     stmt.allocate(task, node)
                     placed = True
@@ -123,6 +124,31 @@ class Allocate:
             return stmt
         stmt.discard()
         return None
+
+    @staticmethod
+    def _evaluated(ssn: Session, task: TaskInfo) -> tuple[NodeInfo | None, tuple[bool, bool] | None] | None:
+        """Every node evaluated for the task: the best node and whether the task fits its idle and future idle
+        resources; None when no node is feasible (the reasons recorded)."""
+        ev = evaluate_nodes(ssn, task, mode="allocate")
+        if not ev.feasible.any():
+            ssn.record_fit_errors(task, ev.fit_errors())
+            return None
+        now_mask = ev.feasible & ev.fits_idle
+        mask = now_mask if now_mask.any() else ev.feasible
+        node = select_best(ssn, task, mask)
+        if node is None:
+            return None, None
+        if ssn.explain is not None:
+            ssn.explain[task.key].node = node.name
+        # nothing changed the node arrays since the evaluation: its resource checks still hold
+        return node, (bool(ev.fits_idle[node.index]), bool(ev.fits_future[node.index]))
+
+    @staticmethod
+    def _fits(ssn: Session, task: TaskInfo, node: NodeInfo) -> tuple[bool, bool]:
+        """Whether the task fits the node's idle resources, and its future idle ones."""
+        fits_idle = bool(ssn.arrays.fits(task.vector, ssn.arrays.idle[node.index:node.index + 1])[0])
+        return fits_idle, fits_idle or bool(ssn.arrays.fits(
+            task.vector, ssn.arrays.future_idle()[node.index:node.index + 1])[0])
 
     @staticmethod
     def _nominated(ssn: Session, task: TaskInfo) -> NodeInfo | None:

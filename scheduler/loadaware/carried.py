@@ -15,6 +15,7 @@ nothing is carried and the caller opens the state from scratch (:func:`scheduler
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -136,6 +137,18 @@ def _changed(kept: CarriedNodes, views: Sequence[NodeView], metrics: Sequence[No
     return sorted(out | moved)
 
 
+@dataclass(slots=True)
+class _Derived:
+    """The nodes derived with a NodeMetric, by position, and the values each gets (lists in the same order)."""
+
+    at: list[int]
+    has_status: list[bool]
+    rows: list[tuple[int, ...]]
+    dated: list[bool]
+    recent: list[float]
+    update: list[float]
+
+
 class _Update:
     """The next :class:`CarriedNodes`, made from the kept one (or from nothing) node by node."""
 
@@ -167,6 +180,9 @@ class _Update:
             self.has_metric = np.zeros(n, dtype=np.bool_)
             self.update, self.then = np.full(n, np.nan), np.zeros(n)
             self.recent, self.dated = np.full(n, np.nan), np.zeros(n, dtype=np.bool_)
+        # the nodes derived without a NodeMetric, and with one (position, then its values): written together
+        self.bare: list[int] = []
+        self.derived = _Derived([], [], [], [], [], [])
 
     def node(self, i: int, view: NodeView, metric: NodeMetricView | None, pods: Sequence[PodView] | None,
              now: float) -> None:
@@ -186,17 +202,39 @@ class _Update:
                 self.reserving.discard(i)
         if pods is not None:
             self._group(view.name, memo.node_entries(view.name, pods, now))
-        group = self.groups[view.name]
-        self.has_metric[i] = metric is not None
         if metric is None:
-            self.has_status[i], self.rows[i], self.dated[i], self.update[i] = False, 0, False, np.nan
+            self.bare.append(i)
             return
+        group = self.groups[view.name]
         m = memo.metric(metric)
         rows = node_rows(self.args, profile, m, group.at(now))
-        self.has_status[i], self.rows[i] = rows.has_status, rows.values
-        self.then[i], self.dated[i] = now, group.dated is not None
-        self.recent[i] = np.nan if m.update is None else m.update - m.interval
-        self.update[i] = np.nan if metric.update_time is None else metric.update_time
+        d = self.derived
+        d.at.append(i)
+        d.has_status.append(rows.has_status)
+        d.rows.append(rows.values)
+        d.dated.append(group.dated is not None)
+        d.recent.append(math.nan if m.update is None else m.update - m.interval)
+        d.update.append(math.nan if metric.update_time is None else metric.update_time)
+
+    def write_derived(self, now: float) -> None:
+        """The values of the nodes derived since, written into the arrays (a few NumPy calls, not one per node)."""
+        if self.bare:
+            at = self.bare
+            self.has_metric[at] = self.has_status[at] = self.dated[at] = False
+            self.rows[at] = 0
+            self.update[at] = np.nan
+            self.bare = []
+        d = self.derived
+        if d.at:
+            at = d.at
+            self.has_metric[at] = True
+            self.has_status[at] = d.has_status
+            self.rows[at] = d.rows
+            self.then[at] = now
+            self.dated[at] = d.dated
+            self.recent[at] = d.recent
+            self.update[at] = d.update
+            self.derived = _Derived([], [], [], [], [], [])
 
     def _group(self, name: str, group: NodeEntries) -> None:
         old = self.groups.get(name)
@@ -258,6 +296,7 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
     update = _Update(args, memo, views, kept)
     for i in changed:
         update.node(i, views[i], on_node[i], pods_on(i) if i in asked else None, now)
+    update.write_derived(now)
     made = update.done(views, names, index, by_id, on_node, log) if len(index) == len(names) else None
     memo.carried_nodes = made
     return made

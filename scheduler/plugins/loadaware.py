@@ -41,6 +41,7 @@ from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
@@ -252,8 +253,25 @@ class LoadAware:
         def on_deallocate(task: TaskInfo) -> None:
             state.unreserve(task.pod.key)
 
-        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure)
-        ssn.add_vector_score_fn(NAME, score)
+        def filter_rows(task: TaskInfo) -> RowFn | None:
+            """The filter on some nodes (each node's rows are its own, refreshed as pods are placed on it); not for a
+            pod the filter treats apart (a daemon pod, a moved pod's replacement, one that may be relieved) nor
+            with the pressure filter."""
+            if pressure is not None or relax_after or own or task.pod.is_daemonset:
+                return None
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            return lambda at: state.filter_packed(est, is_prod=is_prod, rows=at) == 0
+
+        def score_rows(task: TaskInfo) -> RowFn | None:
+            if own:
+                return None
+            est = self.estimate(task)
+            is_prod = task.pod.priority_class == PriorityClass.PROD
+            return lambda at: state.score(est, is_prod=is_prod, rows=at) * self.weight
+
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))

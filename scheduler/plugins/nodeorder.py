@@ -28,6 +28,7 @@ from common.objects import PodView
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
@@ -36,9 +37,9 @@ from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MAX_NODE_SCORE, MOST_ALLOCATED, ScoringStrategy
 
-from .interpodaffinity import InterPodAffinityCheck
+from .interpodaffinity import InterPodAffinityCheck, PodTerms
 from .nodeaffinity import AffinityCheck
-from .noderesources import strategy_scorer
+from .noderesources import strategy_parts
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
 from .tainttoleration import TaintCheck
 
@@ -110,11 +111,12 @@ class ImageLocality:
         return (100 * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(np.int64)
 
 
-def _balanced_scorer(ssn: Session) -> Scorer:
+def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
+    """BalancedAllocation's scorer, memoised per pod request, and its scores on some nodes (row-local)."""
     arr = ssn.arrays
     memo = RowCache(arr)
 
-    def score(task: TaskInfo) -> IntArray:
+    def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
                 return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
@@ -125,8 +127,11 @@ def _balanced_scorer(ssn: Session) -> Scorer:
                 arr.nonzero_requested[sel], non_zero=False)
             out = balanced_allocation(alloc, node_req, pod_vec, active, delta=False)
             return np.zeros(alloc.shape[0], dtype=np.int64) if out is None else out
-        return memo.get(task.pod.requests, compute)
-    return score
+        return compute
+
+    def score(task: TaskInfo) -> IntArray:
+        return memo.get(task.pod.requests, rows_of(task))
+    return score, rows_of
 
 
 def _balanced_rows(rows: RowInputs) -> IntArray:
@@ -141,45 +146,111 @@ def _balanced_rows(rows: RowInputs) -> IntArray:
 
 # what a scorer adds to nodeorder's sum for a pod: its scores, or None when they are 0 on every node
 Summand = Callable[[TaskInfo], IntArray | None]
+# a summand's scores on some nodes for a pod (``runs.RowsOf``): None unless each node's score depends on that node
+# alone while only pods like it are placed, and not on which nodes are scored
+PartRows = Callable[[TaskInfo], RowFn | None]
 
 
-def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand]:
+def _zeros(rows: IntArray) -> IntArray:
+    return np.zeros(len(rows), dtype=np.int64)
+
+
+def _full(rows: IntArray) -> IntArray:
+    return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+
+
+def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """NodeAffinity's scorer, and its summand: nothing for a pod without preferred terms (no node scores above 0,
-    and the normalised scores are then 0 on every node)."""
+    and the normalised scores are then 0 on every node); a pod with preferred terms is normalised: no rows."""
     check = AffinityCheck(ssn)
 
     def summand(task: TaskInfo) -> IntArray | None:
         return check.score(task) if check.raw_score(task.pod).any() else None
-    return check.score, summand
+    return check.score, summand, lambda task: None if check.raw_score(task.pod).any() else _zeros
 
 
-def _taint_parts(ssn: Session) -> tuple[Scorer, Summand]:
+def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """TaintToleration's scorer, and its summand: for tolerations that leave no PreferNoSchedule taint of any node
     untolerated, the normalised score is 100 on every node scored and 0 elsewhere, read off the mask; the answer
     is kept per toleration set for the session."""
     check = TaintCheck(ssn)
     untainted: dict[str, bool] = {}
 
-    def summand(task: TaskInfo) -> IntArray | None:
+    def clear(task: TaskInfo) -> bool:
         key = repr(task.pod.tolerations)
-        clear = untainted.get(key)
-        if clear is None:
-            clear = untainted[key] = not taint_counts(check.groups, task.pod.tolerations).any()
-        if not clear:
+        got = untainted.get(key)
+        if got is None:
+            got = untainted[key] = not taint_counts(check.groups, task.pod.tolerations).any()
+        return got
+
+    def summand(task: TaskInfo) -> IntArray | None:
+        if not clear(task):
             return check.score(task)
         out: IntArray = ssn.scoring_mask() * MAX_NODE_SCORE
         return out
-    return check.score, summand
+    return check.score, summand, lambda task: _full if clear(task) else None
 
 
-def _image_parts(ssn: Session) -> tuple[Scorer, Summand]:
-    """ImageLocality's scorer, and its summand: nothing when no node reports an image (every score is 0)."""
+def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
+    """ImageLocality's scorer, and its summand: nothing when no node reports an image (every score is 0); the
+    scores depend on the pod's images and the session's nodes alone."""
     images = ImageLocality(ssn)
-    return images.score, (images.score if images.sizes else _nothing)
+    if not images.sizes:
+        return images.score, _nothing, lambda task: _zeros
+
+    def rows_of(task: TaskInfo) -> RowFn:
+        scores = images.score(task)
+        return lambda rows: scores[rows]
+    return images.score, images.score, rows_of
+
+
+def _pod_affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
+    """InterPodAffinity's scorer: 0 on every node for a pod without affinity terms while no pod placed has any
+    (placing such pods adds none)."""
+    check = InterPodAffinityCheck(ssn)
+
+    def rows_of(task: TaskInfo) -> RowFn | None:
+        terms = check.terms_of(task.uid, task.pod)
+        if terms is None or check.index.with_affinity or terms != PodTerms():
+            return None
+        return _zeros
+    return check.score, check.score, rows_of
+
+
+def _spread_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
+    """PodTopologySpread's scorer (the pod's ScheduleAnyway constraints, else the system defaults): 0 on every
+    node for a pod without such constraints; the others are normalised."""
+    check = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True)
+
+    def rows_of(task: TaskInfo) -> RowFn | None:
+        try:
+            cons, _ = check.constraints(task)
+        except (ValueError, TypeError):
+            return None
+        return None if any(not c.spec.hard for c in cons) else _zeros
+    return check.score, check.score, rows_of
 
 
 def _nothing(task: TaskInfo) -> IntArray | None:
     return None
+
+
+def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) -> PartRows:
+    """:func:`_weighted_sum` on some nodes, when every part gives its rows for the pod (integers: the same sum)."""
+
+    def rows_of(task: TaskInfo) -> RowFn | None:
+        fns = [(weight, part(task)) for weight, part in parts]
+        if any(fn is None for _, fn in fns):
+            return None
+        declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros]   # 0 adds nothing
+
+        def rows(at: IntArray) -> IntArray:
+            total = np.zeros(len(at), dtype=np.int64)
+            for weight, fn in declared:
+                total += fn(at) * weight
+            return total * plugin_weight
+        return rows
+    return rows_of
 
 
 def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
@@ -218,30 +289,30 @@ class NodeOrder:
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
 
-        def alone(build: Callable[[], Scorer]) -> Callable[[], tuple[Scorer, Summand]]:
+        def alone(build: Callable[[], tuple[Scorer, PartRows]]) -> Callable[[], tuple[Scorer, Summand, PartRows]]:
             """A scorer that is its own summand."""
-            def both() -> tuple[Scorer, Summand]:
-                scorer = build()
-                return scorer, scorer
+            def both() -> tuple[Scorer, Summand, PartRows]:
+                scorer, rows = build()
+                return scorer, scorer, rows
             return both
 
-        builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand]]]] = [
+        builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand, PartRows]]]] = [
             ("leastrequested", w.least_requested,
-             alone(lambda: strategy_scorer(ssn, ScoringStrategy(LEAST_ALLOCATED)))),
-            ("mostrequested", w.most_requested, alone(lambda: strategy_scorer(ssn, ScoringStrategy(MOST_ALLOCATED)))),
-            ("balancedresource", w.balanced_resource, alone(lambda: _balanced_scorer(ssn))),
+             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED)))),
+            ("mostrequested", w.most_requested, alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED)))),
+            ("balancedresource", w.balanced_resource, alone(lambda: _balanced_parts(ssn))),
             ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
-            ("podaffinity", w.pod_affinity, alone(lambda: InterPodAffinityCheck(ssn).score)),
+            ("podaffinity", w.pod_affinity, lambda: _pod_affinity_parts(ssn)),
             ("tainttoleration", w.taint_toleration, lambda: _taint_parts(ssn)),
             ("imagelocality", w.image_locality, lambda: _image_parts(ssn)),
-            ("podtopologyspread", w.pod_topology_spread,
-             alone(lambda: SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True).score)),
+            ("podtopologyspread", w.pod_topology_spread, lambda: _spread_parts(ssn)),
         ]
         built = [(name, weight, build()) for name, weight, build in builders if weight]
-        self.parts = [(name, weight, scorer) for name, weight, (scorer, _) in built]
+        self.parts = [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
         if built:
-            summed = [(weight, summand) for _, weight, (_, summand) in built]
-            ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)))
+            summed = [(weight, summand) for _, weight, (_, summand, _) in built]
+            rows = _weighted_rows([(weight, part) for _, weight, (_, _, part) in built], self.weight)
+            ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows)
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

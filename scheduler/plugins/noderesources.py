@@ -17,9 +17,10 @@ import numpy.typing as npt
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import RowCache
 from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
-from scheduler.scoring.fit import fit_filter, is_ignored
+from scheduler.scoring.fit import FitResult, fit_filter, is_ignored
 from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import (
     LEAST_ALLOCATED,
@@ -32,7 +33,7 @@ from scheduler.scoring.resource_fit import (
     score_strategy,
 )
 
-__all__ = ["NodeResources", "strategy_scorer"]
+__all__ = ["ComputeOf", "NodeResources", "strategy_parts", "strategy_scorer"]
 
 NAME = "noderesources"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -41,6 +42,8 @@ ARGUMENTS: tuple[str, ...] = (
     "ignoredResources", "ignoredResourceGroups",
 )
 IntArray = npt.NDArray[np.int64]
+# for a pod: a row-local computation's values on the nodes ``rows`` (every node when None), as RowCache takes it
+ComputeOf = Callable[[TaskInfo], Callable[[IntArray | None], IntArray]]
 
 
 def _names(raw: Any, key: str) -> tuple[str, ...]:
@@ -54,12 +57,17 @@ def _names(raw: Any, key: str) -> tuple[str, ...]:
 def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskInfo], IntArray]:
     """A scoring strategy's 0..100 per node over the session's arrays (non-zero cpu/memory defaults, docs/design/kube-scoring.md §2.1),
     memoised per pod signature and recomputed only on nodes changed since the last identical pod."""
+    return strategy_parts(ssn, strategy)[0]
+
+
+def strategy_parts(ssn: Session, strategy: ScoringStrategy) -> tuple[Callable[[TaskInfo], IntArray], ComputeOf]:
+    """:func:`strategy_scorer`, and its scores on some nodes (each node's depends on its row of the arrays alone)."""
     arr = ssn.arrays
     memo = RowCache(arr)
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
 
-    def score(task: TaskInfo) -> IntArray:
+    def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if ref is not None and rows is not None and len(rows) <= ROW_BY_ROW:
                 return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
@@ -70,8 +78,11 @@ def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskIn
                 strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
                 arr.nonzero_requested[sel], non_zero=True)
             return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
-        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute)
-    return score
+        return compute
+
+    def score(task: TaskInfo) -> IntArray:
+        return memo.get((task.pod.requests, task.pod.nonzero_requests), rows_of(task))
+    return score, rows_of
 
 
 # the strategies whose vector form scores up to ROW_BY_ROW nodes with these scalar references
@@ -106,23 +117,33 @@ class NodeResources:
             arr.fit_ignored = np.array([is_ignored(c, self.ignored, self.ignored_groups) for c in arr.columns],
                                        dtype=np.bool_)
 
+        def fit(task: TaskInfo, rows: IntArray | None = None) -> FitResult:
+            sel = slice(None) if rows is None else rows
+            idle = arr.idle[sel] + arr.releasing[sel] - arr.pipelined[sel]
+            return fit_filter(task.pod.requests, arr.columns, arr.allocatable[sel], arr.allocatable[sel] - idle,
+                              arr.task_count[sel], ignored_resources=self.ignored, ignored_groups=self.ignored_groups)
+
         def predicate(task: TaskInfo) -> FilterResult:
-            requested = arr.allocatable - arr.future_idle()
-            res = fit_filter(task.pod.requests, arr.columns, arr.allocatable, requested, arr.task_count,
-                             ignored_resources=self.ignored, ignored_groups=self.ignored_groups)
+            res = fit(task)
+
             def reasons(i: int) -> list[tuple[Code, str]]:
                 code = Code.UNRESOLVABLE if res.unresolvable[i] else Code.UNSCHEDULABLE
                 return [(code, r) for r in res.reasons(i)]
             return FilterResult(res.mask, lazy=reasons)
 
-        strategy = strategy_scorer(ssn, self.strategy)
+        strategy, strategy_rows = strategy_parts(ssn, self.strategy)
 
         def score(task: TaskInfo) -> IntArray:
             out: IntArray = strategy(task) * self.weight
             return out
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
-        ssn.add_vector_score_fn(NAME, score)
+        def score_rows(task: TaskInfo) -> RowFn:
+            compute = strategy_rows(task)
+            return lambda rows: compute(rows) * self.weight
+
+        # each node's fit and score depend on its row of the node arrays alone
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=lambda task: lambda rows: fit(task, rows).mask)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

@@ -29,6 +29,7 @@ from common.objects import PodView
 from common.resources import PODS
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
+from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.predicates.affinity import AFFINITY_REASON
@@ -54,6 +55,7 @@ ACCEPTED_KEYS = ("predicate.NodeVolumeLimitsEnable", "predicate.VolumeZoneEnable
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
 ARGUMENTS: tuple[str, ...] = (*ENABLE_KEYS, *ACCEPTED_KEYS)
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 HostPort = tuple[str, str, int]  # host IP, protocol, port
 ANY_IP = "0.0.0.0"
 
@@ -117,6 +119,15 @@ class _Collector:
         return FilterResult(~self.failed, lazy=self.reasons)
 
 
+def _no_hard_spread(spread: SpreadCheck, task: TaskInfo) -> bool:
+    """Whether the pod's spread constraints (or the defaults) have none that filters."""
+    try:
+        cons, _ = spread.constraints(task)
+    except (ValueError, TypeError):
+        return False
+    return not any(c.spec.hard for c in cons)
+
+
 class Predicates:
     name = NAME
 
@@ -171,7 +182,33 @@ class Predicates:
                 out.add_passing(res.passed, res)
             return out.result()
 
-        ssn.add_vector_predicate_fn(NAME, predicate)
+        def rows_of(task: TaskInfo) -> RowFn | None:
+            """Past the pod count, what passes for a pod without host ports, required (anti-)affinity terms or
+            spread constraints does not change while only pods like it are placed: computed once for the run."""
+            pod = task.pod
+            if self.node_ports and host_ports(pod):
+                return None
+            static = np.ones(n, dtype=np.bool_)
+            if pod_affinity is not None:
+                terms = pod_affinity.terms_of(task.uid, pod)
+                if terms is None or terms.required_affinity or terms.required_anti:
+                    return None
+                static &= pod_affinity.filter(task).passed   # the anti-affinity of pods already placed
+            if spread is not None and not _no_hard_spread(spread, task):
+                return None
+            if any_cordoned and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
+                static &= ~cordoned
+            if affinity is not None:
+                static &= affinity.required(pod)
+            if taints is not None:
+                static &= taints.passes(task)
+
+            def rows(at: IntArray) -> BoolArray:
+                passes: BoolArray = static[at] & (max_pods[at] > index.pod_count[at])
+                return passes
+            return rows
+
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

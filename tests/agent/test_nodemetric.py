@@ -13,10 +13,10 @@ from agent.nodemetric import (
     PodUsage,
     UsageSample,
     UsageStore,
-    _reported,
     build_nodemetric_status,
     nodemetric_object,
     pod_series,
+    reported_quantities,
     resource_map,
 )
 from common.cluster.memory import MemoryCluster
@@ -222,7 +222,7 @@ def test_a_typed_status_parses_to_the_view_of_its_text() -> None:
 def test_the_handed_over_usage_is_what_its_text_parses_to(cpu: float | None, memory: float | None) -> None:
     """The usage a typed report hands over with ``nodeUsage`` and each pod: the quantities parsing the text gives
     (truncated, whole cores, byte multiples, zeros dropped, beyond a quantity's bounds capped)."""
-    texts, usage = _reported(cpu, memory)
+    texts, usage = reported_quantities(cpu, memory)
     assert {"resources": texts} == resource_map(cpu, memory)
     assert Resources._trusted(usage) == Resources.parse(texts)
     assert all(usage.values())

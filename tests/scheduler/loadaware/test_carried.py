@@ -1,7 +1,7 @@
 """A load-aware state opened from what the session before it left (scheduler.loadaware.carried) equals one made
 from scratch, after every step of random event sequences: pods bound, replaced, finished and deleted, NodeMetrics
-reported anew or gone, nodes whose annotations change, the clock moving on; and what a session reserves in its
-state does not leak into the next one."""
+reported anew or gone (one node's, or every node's at once), nodes whose annotations change, the clock moving on;
+and what a session reserves in its state does not leak into the next one."""
 
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def _metric(i: int, version: int) -> NodeMetricView:
 
 
 # one event: (kind, which object, a number for its new version)
-EVENT = st.tuples(st.sampled_from(["pod", "pod", "pod", "gone", "metric", "nometric", "node", "time", "newlog"]),
+EVENT = st.tuples(st.sampled_from(["pod", "pod", "pod", "gone", "metric", "nometric", "node", "time", "newlog",
+                                   "report"]),
                   st.integers(0, 11), st.integers(0, 40))
 
 
@@ -103,6 +104,12 @@ class _World:
             self.metrics[f"n{which % NODES}"] = _metric(which % NODES, version)
         elif kind == "nometric":
             self.metrics.pop(f"n{which % NODES}", None)
+        elif kind == "report":   # every node reports at once (as each minute in the simulator); some have none
+            for i in range(NODES):
+                if (i + which) % 5 == 4:
+                    self.metrics.pop(f"n{i}", None)
+                else:
+                    self.metrics[f"n{i}"] = _metric(i, version + i)
         elif kind == "node":
             self.nodes[which % NODES] = _node(which % NODES, version)
         else:

@@ -1,0 +1,85 @@
+"""NodeMetric statuses of many nodes at once, each exactly what :func:`agent.nodemetric.build_nodemetric_status`
+gives it.
+
+The simulator runs one agent per node and every one of them reports each interval, so most of a report's cost is
+the fixed per-report work of its many small steps.  Here the windows of every report are gathered into one
+buffer, averaged in one NumPy call per window length (:func:`agent.aggregate.row_means_array`, the same sums as
+one report's), and truncated to quantities for all of them at once; what is left per report is building its
+dicts (:func:`agent.nodemetric.assemble_status`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from agent.aggregate import row_means_array
+from agent.history import FloatArray, gather_windows
+from agent.nodemetric import (
+    MetricCollectPolicy,
+    PodMeta,
+    Reported,
+    UsageStore,
+    assemble_status,
+    report_rings,
+    reported_quantities,
+)
+from common.resources import CPU, MAX_QUANTITY, MEMORY
+
+__all__ = ["build_nodemetric_statuses", "reported_pairs"]
+
+BoolArray = npt.NDArray[np.bool_]
+# Beyond this a float's truncation is not tried in int64 (the general path takes it; quantities are capped far below).
+_INT_RANGE = 2.0**62
+_POD_ORDER = attrgetter("namespace", "name")  # podsMetric order, as build_nodemetric_status sorts it
+
+
+def build_nodemetric_statuses(
+    reports: Sequence[tuple[UsageStore, float, Iterable[PodMeta]]], policy: MetricCollectPolicy, *, typed: bool = False
+) -> list[dict[str, Any]]:
+    """``[build_nodemetric_status(store, now, policy, pods, typed=typed) for store, now, pods in reports]``, the
+    windows of all of them averaged and reported in one batch."""
+    window = float(policy.window_seconds)
+    ordered = [sorted(pods, key=_POD_ORDER) for _, _, pods in reports]
+    values: array[float] = array("d")
+    counts: list[int] = []
+    for (store, now, _), metas in zip(reports, ordered, strict=True):
+        counts += gather_windows(report_rings(store, metas), now - window, now, values)
+    pairs = reported_pairs(row_means_array(values, counts), counts)
+    out: list[dict[str, Any]] = []
+    k = 0
+    for (store, now, _), metas in zip(reports, ordered, strict=True):
+        n = 2 + len(metas)
+        out.append(assemble_status(store, now, policy, metas, pairs[k : k + n], typed=typed))
+        k += n
+    return out
+
+
+def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | None]:
+    """:func:`agent.nodemetric.reported_quantities` of each (cpu, memory) pair of windows: ``means[2i]`` and
+    ``means[2i + 1]``, a window with no sample (count 0) as None; None for a pair of two such windows.
+
+    The usual pair — both measured, finite, neither a whole number of cores nor of KiB, within a quantity's
+    bounds — is truncated in one NumPy call for all; any other goes through the scalar function.
+    """
+    present: BoolArray = np.array(counts, dtype=np.intp).reshape(-1, 2) > 0
+    scaled = means.reshape(-1, 2) * (1000.0, 1.0)   # the float products the scalar function truncates
+    usual: BoolArray = np.all(present, axis=1) & np.all(np.abs(scaled) < _INT_RANGE, axis=1)   # NaN: false
+    truncated = np.trunc(np.where(usual[:, None], scaled, 0.0)).astype(np.int64)
+    usual &= (truncated[:, 0] % 1000 != 0) & (truncated[:, 1] % 1024 != 0)
+    usual &= (np.abs(truncated) <= MAX_QUANTITY).all(axis=1)
+    out: list[Reported | None] = [None] * len(present)
+    rows = np.flatnonzero(usual).tolist()
+    for i, (millis, n) in zip(rows, truncated[rows].tolist(), strict=True):
+        out[i] = ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n})
+    cores = means[0::2].tolist()
+    memory = means[1::2].tolist()
+    for i in np.flatnonzero(~usual & present.any(axis=1)).tolist():
+        has_cpu, has_memory = present[i].tolist()
+        out[i] = reported_quantities(cores[i] if has_cpu else None, memory[i] if has_memory else None)
+    return out

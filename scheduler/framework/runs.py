@@ -1,0 +1,176 @@
+"""Runs of identical pods: allocate places them one by one, but evaluates only the nodes each placement changed.
+
+Consecutive pods with the same spec, labels and annotations (replicas of one workload) get the same filter and
+score from every plugin on every node, until a placement changes a node.  When every enabled vector filter and
+scorer declares, for the pod, that its value on a node depends on that node alone while only such pods come and
+go (:data:`RowsOf`), the run keeps the pod's feasibility, resource checks and total score over every node and,
+before each pod, recomputes only the nodes the node arrays logged as changed since the previous one.  The choice
+among the candidates is :func:`~scheduler.framework.evaluate.select_best`'s, with the same random tie-break, so the
+placements are those of the per-pod evaluation (a property test holds the two equal).  Anything else — a plugin
+that does not declare it for the pod (spreading, inter-pod affinity, normalised scores), scalar filters or scores,
+a best-node vote, a limited node search, ``explain`` — leaves the pod to the per-pod evaluation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from common.objects import PodView
+
+from .api import NodeInfo, TaskInfo
+from .arrays import NodeArrays
+from .evaluate import FITS_FUTURE, FITS_IDLE, _fit_bits, _top, evaluate_nodes, score_nodes
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["IdenticalRun", "RowFn", "RowsOf", "same_pod"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+# A plugin's filter (passes) or score (as it enters the sum) on the nodes ``rows``, for one pod.
+RowFn = Callable[[IntArray], npt.NDArray[Any]]
+# What a plugin registers next to a vector filter or scorer: for a pod, its :data:`RowFn` when the value on a node
+# depends on that node alone while only pods identical to it are placed or removed (and, for a score, not on which
+# nodes are scored), else None.  It may read what it needs of the session once, when asked.
+RowsOf = Callable[[TaskInfo], RowFn | None]
+# metadata fields that name one pod among identical ones (the creation time too: no plugin that gives RowsOf for a
+# pod reads it)
+_IDENTITY = frozenset({"name", "uid", "resourceVersion", "generateName", "creationTimestamp", "managedFields"})
+_CONDITIONS = frozenset({"conditions"})
+
+
+def _without(raw: Any, keys: frozenset[str]) -> dict[str, Any]:
+    return {k: v for k, v in raw.items() if k not in keys} if isinstance(raw, Mapping) else {}
+
+
+def same_pod(a: PodView, b: PodView) -> bool:
+    """Whether two pods are alike for scheduling: the same spec, the same metadata but for their identity and
+    creation time, the same status but for its conditions (a failed pod's message)."""
+    ra, rb = a.raw, b.raw
+    return (ra.get("spec") == rb.get("spec")
+            and _without(ra.get("metadata"), _IDENTITY) == _without(rb.get("metadata"), _IDENTITY)
+            and _without(ra.get("status"), _CONDITIONS) == _without(rb.get("status"), _CONDITIONS))
+
+
+
+@dataclass(slots=True)
+class _Kept:
+    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score."""
+
+    arrays: NodeArrays
+    vector: IntArray
+    filters: list[RowFn]
+    scores: list[RowFn]
+    feasible: BoolArray
+    fits_idle: BoolArray
+    fits_future: BoolArray
+    total: FloatArray
+    seen: int   # how much of the arrays' change log the vectors have taken in
+
+
+class IdenticalRun:
+    """Allocate's runs of identical pods in one session (one per ``Allocate.execute``).  :meth:`pick` answers for a
+    pod like the one evaluated before it; :meth:`forget` must be called when a pod is placed without asking."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self._last: PodView | None = None
+        self._kept: _Kept | None = None
+        self._refused = False   # the current run's pod cannot be answered (a plugin or the session opts out)
+
+    def forget(self) -> None:
+        self._last, self._kept, self._refused = None, None, False
+
+    def pick(self, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
+        """The node for ``task`` with whether it fits the node's idle and future idle resources, as the per-pod
+        evaluation and ``select_best`` would choose it; None when the run cannot answer (the first pod of a run,
+        a pod the plugins do not declare, no feasible node: the per-pod path then says why)."""
+        last, self._last = self._last, task.pod
+        if last is None or not same_pod(last, task.pod):
+            self._kept, self._refused = None, False
+            return None
+        if self._refused:
+            return None
+        kept = self._kept if self._kept is not None and self._kept.arrays is self.ssn.arrays else self._seed(task)
+        if kept is None:
+            self._refused = True
+            return None
+        self._kept = kept
+        self._catch_up(kept)
+        return self._choose(kept)
+
+    def _usable(self) -> bool:
+        ssn = self.ssn
+        sampling = ssn.node_sampling
+        n = len(ssn.nodes)
+        return (ssn.explain is None and n > 0 and (sampling is None or sampling.nodes_to_find(n) >= n)
+                and not ssn.enabled("predicate") and not ssn.enabled("node_order") and not ssn.enabled("best_node"))
+
+    def _declared(self, kind: str, task: TaskInfo) -> list[RowFn] | None:
+        rows_of: Mapping[str, RowsOf] = self.ssn.fns[f"{kind}_rows"]
+        out: list[RowFn] = []
+        for plugin, _ in self.ssn.enabled(kind):
+            declare = rows_of.get(plugin)
+            fn = declare(task) if declare is not None else None
+            if fn is None:
+                return None
+            out.append(fn)
+        return out
+
+    def _seed(self, task: TaskInfo) -> _Kept | None:
+        """Every node evaluated and scored for ``task`` (the second pod of a run), when the run may go on."""
+        if not self._usable():
+            return None
+        filters = self._declared("vector_predicate", task)
+        scores = self._declared("vector_score", task) if filters is not None else None
+        if filters is None or scores is None:
+            return None
+        ssn = self.ssn
+        ev = evaluate_nodes(ssn, task, mode="allocate")
+        # each declared score is the same on a node whichever nodes are scored: score them all once
+        total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        return _Kept(ssn.arrays, task.vector, filters, scores, ev.feasible.copy(), ev.fits_idle.copy(),
+                     ev.fits_future.copy(), total, len(ssn.arrays.changes))
+
+    @staticmethod
+    def _catch_up(kept: _Kept) -> None:
+        """Recompute the nodes changed since the run's last pod (the previous placements' nodes)."""
+        log = kept.arrays.changes
+        if kept.seen == len(log):
+            return
+        rows = np.array(sorted(set(log[kept.seen:])), dtype=np.int64)
+        kept.seen = len(log)
+        bits = _fit_bits(kept.arrays, kept.vector, rows)
+        future = bits >= FITS_FUTURE
+        ok = future.copy()
+        for fn in kept.filters:
+            ok &= fn(rows)
+        total = np.zeros(len(rows), dtype=np.float64)
+        for fn in kept.scores:
+            total += fn(rows)   # in the order score_nodes adds them, each value cast to float64 as it is added
+        kept.fits_idle[rows] = (bits & FITS_IDLE) != 0
+        kept.fits_future[rows] = future
+        kept.feasible[rows] = ok
+        kept.total[rows] = total
+
+    def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
+        """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""
+        feasible = kept.feasible
+        if not feasible.any():
+            return None
+        now = feasible & kept.fits_idle
+        mask = now if now.any() else feasible
+        count = int(np.count_nonzero(mask))
+        if count == 1:
+            pick = int(np.flatnonzero(mask)[0])
+        else:
+            top = _top(kept.total, mask, count)
+            pick = int(top[0]) if top.size == 1 else int(top[self.ssn.rng.integers(top.size)])
+        return self.ssn.nodes[pick], bool(kept.fits_idle[pick]), bool(kept.fits_future[pick])
