@@ -147,8 +147,9 @@ class ExistingTerms:
         self.index = PodIndex.of(ssn)
         self._owners: dict[str, tuple[Placed, list[TermKey]]] | None = None
         self._by_term: dict[TermKey, dict[int, int]] = {}
-        self._matches: dict[GroupKey, dict[TermKey, bool]] = {}
+        self._matches: dict[GroupKey, tuple[int, list[TermKey]]] = {}
         self.version = 0  # moves whenever a count does
+        self._terms_version = 0  # moves whenever a distinct term comes or goes
         ssn.add_event_handler(EventHandler(self._sync, self._sync))
 
     @classmethod
@@ -167,17 +168,14 @@ class ExistingTerms:
         return self._by_term
 
     def matching(self, pod: PodView, group: GroupKey) -> list[TermKey]:
-        """The distinct terms that select ``pod`` (``group``: its namespace and labels, all a term reads)."""
-        known = self._matches.get(group)
-        if known is None:
-            known = self._matches[group] = {}
-        out = []
-        for key in self.by_term():
-            hit = known.get(key)
-            if hit is None:
-                hit = known[key] = key[1].matches(pod)
-            if hit:
-                out.append(key)
+        """The distinct terms that select ``pod`` (``group``: its namespace and labels, all a term reads), kept per
+        group while no distinct term comes or goes."""
+        by_term = self.by_term()
+        hit = self._matches.get(group)
+        if hit is not None and hit[0] == self._terms_version:
+            return hit[1]
+        out = [key for key in by_term if key[1].matches(pod)]
+        self._matches[group] = (self._terms_version, out)
         return out
 
     def _sync(self, task: TaskInfo) -> None:
@@ -202,7 +200,10 @@ class ExistingTerms:
                 keys += [(kind, t) for t in group]
         self._owners[uid] = (placed, keys)
         for key in keys:
-            counts = self._by_term.setdefault(key, {})
+            counts = self._by_term.get(key)
+            if counts is None:
+                counts = self._by_term[key] = {}
+                self._terms_version += 1
             counts[placed.node] = counts.get(placed.node, 0) + 1
         self.version += 1
 
@@ -218,6 +219,7 @@ class ExistingTerms:
                 del counts[placed.node]
                 if not counts:
                     del self._by_term[key]
+                    self._terms_version += 1
         self.version += 1
 
 
@@ -233,8 +235,9 @@ class InterPodAffinityCheck:
         self.hard_weight = hard_weight
         self.ignore_existing_preferred = ignore_existing_preferred
         self._domains = spread if spread is not None else SpreadCheck(ssn, (), False)
-        # per namespace and label set: the existing terms' score, while the counts are those it was made from
-        self._existing_scores: dict[GroupKey, tuple[int, IntArray]] = {}
+        # per namespace and label set, while the counts are those they were made from: the existing terms' score
+        # and, once asked for, that score normalised over every node
+        self._existing_scores: dict[GroupKey, list[Any]] = {}
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self.ssn, pod)
@@ -302,15 +305,19 @@ class InterPodAffinityCheck:
     # -- score --
 
     def raw_score(self, task: TaskInfo) -> IntArray | None:
-        """Per node Σ of its domains' topology scores, or None when kube's PreScore would skip the pod."""
+        """Per node Σ of its domains' topology scores, or None when kube's PreScore would skip the pod (not to be
+        changed: it may be the kept score of the placed pods' terms)."""
         terms = self.terms_of(task.uid, task.pod)
         if terms is None:
             return None
-        if not terms.preferred_affinity and not terms.preferred_anti and not self.index.with_affinity:
+        own = terms.preferred_affinity or terms.preferred_anti
+        if not own and not self.index.with_affinity:
             return None
+        if not own:
+            return self._existing_score(task.pod)
         score = np.zeros(self.n, dtype=np.int64)
-        for sign, own in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
-            for t in own:
+        for sign, group in ((1, terms.preferred_affinity), (-1, terms.preferred_anti)):
+            for t in group:
                 ids, ndom = self._domain(t.topology_key)
                 if not ndom:
                     continue
@@ -326,7 +333,8 @@ class InterPodAffinityCheck:
         group = group_key(pod)
         hit = self._existing_scores.get(group)
         if hit is not None and hit[0] == self.existing.version:
-            return hit[1]
+            kept: IntArray = hit[1]
+            return kept
         weights = {REQUIRED_AFFINITY: self.hard_weight}
         if not self.ignore_existing_preferred:
             weights[PREFERRED_AFFINITY] = weights[PREFERRED_ANTI] = 0  # the term's own weight
@@ -340,23 +348,46 @@ class InterPodAffinityCheck:
             if weight:
                 score += weight * self._domain_sums(t.topology_key, by_term[key])
         score.flags.writeable = False
-        self._existing_scores[group] = (self.existing.version, score)
+        self._existing_scores[group] = [self.existing.version, score, None]
         return score
 
     def score(self, task: TaskInfo) -> IntArray:
-        """0..100 per node, min-max normalised over the nodes being scored (0 elsewhere)."""
+        """0..100 per node, min-max normalised over the nodes being scored (0 elsewhere).  For a pod without
+        preferred terms of its own scored on every node, kept with the placed pods' terms' score it comes from."""
         raw = self.raw_score(task)
-        out = np.zeros(self.n, dtype=np.int64)
         if raw is None:
-            return out
+            return np.zeros(self.n, dtype=np.int64)
         mask = self.ssn.scoring_mask()
-        if not mask.any():
-            return out
-        hi, lo = int(raw[mask].max()), int(raw[mask].min())
-        if hi - lo <= 0:
-            return out
-        scaled = (100.0 * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
-        return np.where(mask, scaled, 0).astype(np.int64)
+        if np.count_nonzero(mask) != self.n:
+            return _min_max(raw, mask)
+        kept = self._existing_scores.get(group_key(task.pod))
+        if kept is None or kept[1] is not raw:
+            return _min_max(raw, mask)
+        out: IntArray | None = kept[2]
+        if out is None:
+            out = kept[2] = _min_max(raw, mask)
+            out.flags.writeable = False
+        return out
+
+
+def _min_max(raw: IntArray, mask: BoolArray) -> IntArray:
+    """kube's InterPodAffinity NormalizeScore: ``100 * (s - min) / (max - min)`` over the scored nodes, truncated;
+    0 elsewhere, and everywhere when the scored nodes' scores are all alike."""
+    n = len(raw)
+    every = int(np.count_nonzero(mask))
+    if not every:
+        return np.zeros(n, dtype=np.int64)
+    if every == n:
+        hi, lo = int(raw.max()), int(raw.min())
+    else:
+        hi = int(raw.max(where=mask, initial=np.iinfo(np.int64).min))
+        lo = int(raw.min(where=mask, initial=np.iinfo(np.int64).max))
+    if hi - lo <= 0:
+        return np.zeros(n, dtype=np.int64)
+    out: IntArray = (100.0 * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
+    if every != n:
+        out[~mask] = 0
+    return out
 
 
 def _weight_arg(args: Arguments) -> int:

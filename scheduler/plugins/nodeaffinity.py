@@ -16,6 +16,7 @@ sets are evaluated once per distinct set (:class:`~scheduler.predicates.groups.N
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ from scheduler.predicates.affinity import (
     affinity_filter,
     label_groups,
     preferred_sum,
+    projected_groups,
+    referenced_keys,
     uses_match_fields,
 )
 from scheduler.predicates.groups import NodeGroups
@@ -143,6 +146,18 @@ def _signature(pod: PodView) -> str:
 _NO_SIGNATURE = json.dumps([[], None])
 
 
+class _Answers:
+    """What every AffinityCheck of a session shares (they answer alike but for ``addedAffinity``): the pods'
+    required masks per signature, and the nodes grouped by the label keys a signature reads."""
+
+    def __init__(self) -> None:
+        self.required: dict[str, BoolArray] = {}
+        self.projections: dict[tuple[str, ...], NodeGroups[LabelSig]] = {}
+
+
+_ANSWERS: weakref.WeakKeyDictionary[Session, _Answers] = weakref.WeakKeyDictionary()
+
+
 def _normalise(raw: IntArray, mask: BoolArray) -> IntArray:
     """DefaultNormalizeScore(100, reverse=false) over the scored nodes."""
     top = int(raw[mask].max()) if mask.any() else 0
@@ -166,7 +181,10 @@ class AffinityCheck:
             lambda: label_groups(self.labels, self.names, sorted_labels=ssn.memo.table("node-labels-sorted")))
         self._by_name: NodeGroups[LabelSig] | None = None
         n = len(views)
-        self._required: dict[str, BoolArray] = {}
+        answers = _ANSWERS.get(ssn)
+        if answers is None:
+            answers = _ANSWERS[ssn] = _Answers()
+        self._answers = answers
         self._preferred: dict[str, IntArray] = {}
         self.added_mask = np.ones(n, dtype=np.bool_)
         self.added_preferred = np.zeros(n, dtype=np.int64)
@@ -187,8 +205,22 @@ class AffinityCheck:
                                      sorted_labels=self.ssn.memo.table("node-labels-sorted")))
         return self._by_name
 
-    def _preferred_raw(self, affinity: Mapping[str, Any]) -> IntArray:
-        groups = self._groups_for(affinity)
+    def _pod_groups(self, pod: PodView) -> NodeGroups[LabelSig]:
+        """The nodes grouped by the labels the pod's selector and node affinity read (by whole label set, and by
+        name too when its terms use matchFields; by whole label set when they are too malformed to name keys)."""
+        if uses_match_fields(pod.affinity):
+            return self._groups_for(pod.affinity)
+        try:
+            keys = referenced_keys(pod.node_selector, pod.affinity)
+        except (AttributeError, TypeError):
+            return self._groups
+        got = self._answers.projections.get(keys)
+        if got is None:
+            got = self._answers.projections[keys] = projected_groups(self.labels, keys)
+        return got
+
+    def _preferred_raw(self, affinity: Mapping[str, Any], groups: NodeGroups[LabelSig] | None = None) -> IntArray:
+        groups = self._groups_for(affinity) if groups is None else groups
         return groups.evaluate(lambda sig: preferred_sum(affinity, dict(sig[0]), sig[1]), int).astype(np.int64)
 
     def _key(self, pod: PodView) -> str:
@@ -202,10 +234,11 @@ class AffinityCheck:
     def required(self, pod: PodView) -> BoolArray:
         """The pod's own nodeSelector and required terms (what PodTopologySpread's nodeAffinityPolicy honours)."""
         key = self._key(pod)
-        hit = self._required.get(key)
+        hit = self._answers.required.get(key)
         if hit is None:
-            hit = affinity_filter(pod.node_selector, pod.affinity, self._groups_for(pod.affinity))
-            self._required[key] = hit
+            hit = affinity_filter(pod.node_selector, pod.affinity, self._pod_groups(pod))
+            hit.flags.writeable = False
+            self._answers.required[key] = hit
         return hit
 
     def passes(self, task: TaskInfo) -> BoolArray:
@@ -220,7 +253,8 @@ class AffinityCheck:
         hit = self._preferred.get(key)
         if hit is None:
             prefs = (pod.affinity.get("nodeAffinity") or {}).get(_PREFERRED)
-            hit = self._preferred_raw(pod.affinity) if prefs else np.zeros(len(self.names), dtype=np.int64)
+            hit = self._preferred_raw(pod.affinity, self._pod_groups(pod)) if prefs else \
+                np.zeros(len(self.names), dtype=np.int64)
             self._preferred[key] = hit
         out: IntArray = hit + self.added_preferred
         return out

@@ -634,17 +634,26 @@ class SpreadCheck:
             for c in self.defaults]
         return specs, self.system_defaulted
 
-    def _eligible(self, pod: PodView, c: Constraint) -> BoolArray:
-        mask = np.ones(len(self.labels), dtype=np.bool_)
+    def _eligible(self, pod: PodView, c: Constraint) -> BoolArray | None:
+        """The nodes whose pods count for the constraint as the pod's node affinity and (when honoured)
+        tolerations allow; None when nothing is honoured.  Not to be changed: it may be a kept mask."""
+        mask: BoolArray | None = None
         if c.honor_affinity:
             if self._affinity is None:
                 self._affinity = AffinityCheck(self.ssn)
-            mask &= self._affinity.required(pod)
+            mask = self._affinity.required(pod)
         if c.honor_taints:
             if self._taints is None:
                 self._taints = TaintCheck(self.ssn)
-            mask &= taint_filter(self._taints.groups, pod.tolerations)
+            tolerated = taint_filter(self._taints.groups, pod.tolerations)
+            mask = tolerated if mask is None else mask & tolerated
         return mask
+
+    def _counting(self, pod: PodView, c: Constraint, within: BoolArray) -> BoolArray | None:
+        """The nodes of ``within`` that :meth:`_eligible` allows, or None when that is every node."""
+        eligible = self._eligible(pod, c)
+        counting = within if eligible is None else within & eligible
+        return None if np.count_nonzero(counting) == len(counting) else counting
 
     def _has_all(self, cons: Sequence[Constraint]) -> BoolArray:
         out = np.ones(len(self.labels), dtype=np.bool_)
@@ -680,7 +689,8 @@ class SpreadCheck:
         False, for the nodes without the key (id -1).  Counted over the nodes carrying every hard constraint's key
         that the pod's node affinity (and tolerations, when honoured) allow."""
         ids, ndom = self.domains(c.spec.topology_key)
-        counting = has_all & self._eligible(pod, c)
+        eligible = self._eligible(pod, c)
+        counting = has_all if eligible is None else has_all & eligible
         where = ids[counting]
         dom = np.bincount(where, weights=self._per_node(pod, c)[counting], minlength=ndom)
         seen = np.bincount(where, minlength=ndom) > 0
@@ -694,7 +704,8 @@ class SpreadCheck:
     # -- score --
 
     def score(self, task: TaskInfo) -> IntArray:
-        """0..100 per node, normalised over the nodes being scored (0 elsewhere and on ignored nodes)."""
+        """0..100 per node, normalised over the nodes being scored (0 elsewhere and on ignored nodes: with the
+        pod's own constraints, those lacking one of their keys)."""
         n = len(self.labels)
         try:
             cons, system = self.constraints(task)
@@ -703,46 +714,66 @@ class SpreadCheck:
         soft = [c for c in cons if not c.spec.hard]
         if not soft:
             return np.zeros(n, dtype=np.int64)
-        pod = task.pod
         mask = self.ssn.scoring_mask()
-        has_all = self._has_all(soft)
-        require_all = not system
-        ignored = mask & ~has_all if require_all else np.zeros(n, dtype=np.bool_)
-        scored = mask & ~ignored
-        raw = np.zeros(n, dtype=np.float64)
+        has_all = None if system else self._has_all(soft)
+        scored = mask if has_all is None else mask & has_all
+        raw: FloatArray | None = None
         for c in soft:
-            raw += self._soft_raw(pod, c, scored, has_all if require_all else None)
-        scores = _round_half_up(raw)
-        if not scored.any():
-            return np.zeros(n, dtype=np.int64)
-        hi, lo = int(scores[scored].max()), int(scores[scored].min())
-        if hi == 0:
-            return np.where(scored, 100, 0).astype(np.int64)
-        return np.where(scored, 100 * (hi + lo - scores) // hi, 0).astype(np.int64)
+            part = self._soft_raw(task.pod, c, scored, has_all)
+            raw = part if raw is None else raw + part
+        assert raw is not None
+        return _normalised(_round_half_up(raw), scored)
 
     def _soft_raw(self, pod: PodView, c: Constraint, scored: BoolArray, has_all: BoolArray | None) -> FloatArray:
         """One ScheduleAnyway constraint's raw score per node: the matching pods in the node's domain times
         log(domains scored + 2), plus maxSkew - 1 (0 on nodes without the key).  ``has_all``: count only the nodes
-        carrying every constraint's key (the pod's own constraints), else those carrying this one's."""
+        carrying every constraint's key (the pod's own constraints), else those carrying this one's.  Made per
+        domain and read per node through the domain ids."""
         key = c.spec.topology_key
         ids, ndom = self.domains(key)
         if not ndom:
             return np.zeros(len(ids), dtype=np.float64)
         present = self._present[key]
+        one_per_node = self._one_per_node[key]
         if key == HOSTNAME:
             size = int(np.count_nonzero(scored))
+        elif one_per_node:
+            size = int(np.count_nonzero(scored & present))
         else:
             size = int(np.count_nonzero(np.bincount(ids[scored & present], minlength=ndom)))
         weight = math.log(size + 2)
-        counting = self._eligible(pod, c) & (present if has_all is None else has_all)
+        counting = self._counting(pod, c, present if has_all is None else has_all)
         per_node = self._per_node(pod, c)
-        if self._one_per_node[key]:  # each node its own domain: the domain count is the node's own
-            in_domain = np.where(counting, per_node, 0)
-        else:
-            dom = np.bincount(ids[counting], weights=per_node[counting], minlength=ndom)
-            in_domain = dom[np.maximum(ids, 0)]
-        out: FloatArray = np.where(present, in_domain * weight + (c.spec.max_skew - 1), 0.0)
+        if one_per_node:  # each node its own domain (every node has the key): the domain count is the node's own
+            in_domain = per_node if counting is None else np.where(counting, per_node, 0)
+            scaled: FloatArray = np.multiply(in_domain, weight, dtype=np.float64) + (c.spec.max_skew - 1)
+            return scaled
+        # with every node counting, every node has the key: no id is -1
+        dom = np.bincount(ids, weights=per_node, minlength=ndom) if counting is None else \
+            np.bincount(ids[counting], weights=per_node[counting], minlength=ndom)
+        per_domain = np.zeros(ndom + 1, dtype=np.float64)  # the last slot, 0, for the nodes without the key
+        per_domain[:ndom] = dom * weight + (c.spec.max_skew - 1)
+        out: FloatArray = per_domain[ids]
         return out
+
+
+def _normalised(scores: IntArray, scored: BoolArray) -> IntArray:
+    """kube's PodTopologySpread NormalizeScore over the scored nodes: the emptiest gets 100 (0 elsewhere)."""
+    n = len(scores)
+    every = int(np.count_nonzero(scored))
+    if not every:
+        return np.zeros(n, dtype=np.int64)
+    if every == n:
+        hi, lo = int(scores.max()), int(scores.min())
+    else:
+        hi = int(scores.max(where=scored, initial=np.iinfo(np.int64).min))
+        lo = int(scores.min(where=scored, initial=np.iinfo(np.int64).max))
+    if hi == 0:
+        return scored.astype(np.int64) * 100
+    out: IntArray = 100 * (hi + lo - scores) // hi
+    if every != n:
+        out[~scored] = 0
+    return out
 
 
 class PodTopologySpread:

@@ -14,7 +14,8 @@ from scheduler.framework.memo import IdentityMemo
 from .groups import NodeGroups
 
 __all__ = ["AFFINITY_REASON", "match_expression", "match_term", "node_matches_required", "preferred_sum",
-           "affinity_filter", "affinity_score", "label_groups", "uses_match_fields"]
+           "affinity_filter", "affinity_score", "label_groups", "projected_groups", "referenced_keys",
+           "uses_match_fields"]
 
 LabelSig = tuple[tuple[tuple[str, str], ...], str]
 
@@ -33,6 +34,16 @@ def label_groups(node_labels: Sequence[Mapping[str, str]], node_names: Sequence[
                 sorted_labels.put(lb, items)
         sigs.append((items, nm if by_name else ""))
     return NodeGroups(sigs)
+
+
+def projected_groups(node_labels: Sequence[Mapping[str, str]], keys: Sequence[str]) -> NodeGroups[LabelSig]:
+    """Nodes grouped by their labels of ``keys`` alone: for a selector that reads only those keys, nodes differing
+    elsewhere (a hostname label makes every node's label set its own) answer alike."""
+    by_values = NodeGroups([tuple(map(lb.get, keys)) for lb in node_labels])  # None: the node lacks the key
+    sigs: list[LabelSig] = [(tuple((k, v) for k, v in zip(keys, values, strict=True) if v is not None), "")
+                            for values in by_values.keys]
+    return NodeGroups.of_ids(sigs, by_values.ids)
+
 
 AFFINITY_REASON = "node(s) didn't match Pod's node affinity/selector"
 BoolArray = npt.NDArray[np.bool_]
@@ -104,6 +115,17 @@ def _uses_fields(affinity: Mapping[str, Any]) -> bool:
     terms = list(_required_terms(affinity) or [])
     terms += [p.get("preference") or {} for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
     return any(t.get("matchFields") for t in terms)
+
+
+def referenced_keys(node_selector: Mapping[str, str], affinity: Mapping[str, Any]) -> tuple[str, ...]:
+    """The node label keys a pod's nodeSelector and node affinity terms (required and preferred) read, sorted."""
+    na = affinity.get("nodeAffinity") or {}
+    terms = list(_required_terms(affinity) or [])
+    terms += [p.get("preference") or {} for p in na.get("preferredDuringSchedulingIgnoredDuringExecution") or []]
+    keys = {str(k) for k in node_selector}
+    for t in terms:
+        keys.update(str(e.get("key", "")) for e in t.get("matchExpressions") or [])
+    return tuple(sorted(keys))
 
 
 def uses_match_fields(affinity: Mapping[str, Any]) -> bool:

@@ -24,6 +24,13 @@ class NodeGroups(Generic[K]):
         self.keys: list[K] = list(index)
         self.ids: npt.NDArray[np.int64] = ids
 
+    @classmethod
+    def of_ids(cls, keys: list[K], ids: npt.NDArray[np.int64]) -> NodeGroups[K]:
+        """Groups already made: ``keys[ids[i]]`` is node ``i``'s signature."""
+        out: NodeGroups[K] = cls(())
+        out.keys, out.ids = keys, ids
+        return out
+
     def evaluate(self, fn: Callable[[K], V], dtype: type) -> npt.NDArray[np.generic]:
         """``fn`` once per distinct signature, broadcast to nodes (index order)."""
         per_group: npt.NDArray[np.generic] = np.array([fn(k) for k in self.keys], dtype=dtype)

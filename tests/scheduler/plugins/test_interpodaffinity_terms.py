@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from common.objects import PodView
@@ -137,6 +138,15 @@ def _walk_filter(ssn: Session, pod: PodView) -> list[str]:
     return out
 
 
+def _normalised(raw: list[int] | None, mask: list[bool]) -> list[int]:
+    """Min-max over the scored nodes, truncated toward zero; 0 elsewhere and when they are all alike."""
+    scored = [r for r, on in zip(raw or [], mask, strict=False) if on]
+    if raw is None or not scored or max(scored) == min(scored):
+        return [0] * len(mask)
+    lo, hi = min(scored), max(scored)
+    return [int(100.0 * ((r - lo) / (hi - lo))) if on else 0 for r, on in zip(raw, mask, strict=True)]
+
+
 def _step(rng: random.Random, ssn: Session, tasks: list[TaskInfo]) -> None:
     task = rng.choice(tasks)
     if task.status is TaskStatus.PENDING:
@@ -162,6 +172,10 @@ def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
             raw = check.raw_score(task)
             want = _walk_score(ssn, task.pod, hard_weight, ignore)
             assert (None if raw is None else raw.tolist()) == want, (step, task.key)
+            mask = [rng.random() < 0.8 for _ in ssn.nodes]
+            ssn.score_mask = np.array(mask, dtype=np.bool_)
+            assert check.score(task).tolist() == _normalised(want, mask), (step, task.key)
+            ssn.score_mask = None
             res = check.filter(task)
             got = ["" if res.passed[j] else res.found(j)[0][1] for j in range(len(ssn.nodes))]
             assert got == _walk_filter(ssn, task.pod), (step, task.key)
