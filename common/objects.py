@@ -102,7 +102,7 @@ def _map(raw: Any, field_name: str) -> Mapping[str, Any]:
     """An object field; absent is empty."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):   # a dict is one: the ABC check for the rest
         raise ValueError(f"{field_name}: expected an object, got {raw!r:.60}")
     return raw
 
