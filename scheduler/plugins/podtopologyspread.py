@@ -568,6 +568,16 @@ def parse_default_constraints(raw: Any, defaulting_type: Any, where: str) -> tup
     return tuple(out), False
 
 
+def _domain_ids(labels: Sequence[Mapping[str, str]], key: str) -> tuple[IntArray, int]:
+    ids: dict[str, int] = {}
+    arr = np.full(len(labels), -1, dtype=np.int64)
+    for i, lb in enumerate(labels):
+        if key in lb:
+            arr[i] = ids.setdefault(lb[key], len(ids))
+    arr.flags.writeable = False
+    return arr, len(ids)
+
+
 def _round_half_up(x: npt.NDArray[np.float64]) -> IntArray:
     """math.Round on non-negative values."""
     return np.floor(x + 0.5).astype(np.int64)
@@ -594,17 +604,15 @@ class SpreadCheck:
     # -- helpers --
 
     def domains(self, key: str) -> tuple[IntArray, int]:
+        """Per node row the id of its domain of ``key`` (-1 without the key, ids in row order), and how many
+        domains there are; kept from session to session while the node objects are the same, in the same order."""
         hit = self._domains.get(key)
         if hit is None:
-            ids: dict[str, int] = {}
-            arr = np.full(len(self.labels), -1, dtype=np.int64)
-            for i, lb in enumerate(self.labels):
-                if key in lb:
-                    arr[i] = ids.setdefault(lb[key], len(ids))
-            hit = (arr, len(ids))
+            hit = self.ssn.memo.for_objects(("spread.domains", key), self.ssn.node_views(),
+                                            lambda: _domain_ids(self.labels, key))
             self._domains[key] = hit
-            self._present[key] = arr >= 0
-            self._one_per_node[key] = len(ids) == len(arr)  # ids are given in row order: 0, 1, 2, ...
+            self._present[key] = hit[0] >= 0
+            self._one_per_node[key] = hit[1] == len(hit[0])  # ids are given in row order: 0, 1, 2, ...
         return hit
 
     def constraints(self, task: TaskInfo) -> tuple[list[Constraint], bool]:
