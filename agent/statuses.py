@@ -3,9 +3,9 @@ gives it.
 
 The simulator runs one agent per node and every one of them reports each interval, so most of a report's cost is
 the fixed per-report work of its many small steps.  Here the windows of every report are gathered into one
-buffer, averaged in one NumPy call per window length (:func:`agent.aggregate.row_means_array`, the same sums as
-one report's), and truncated to quantities for all of them at once; what is left per report is building its
-dicts (:func:`agent.nodemetric.assemble_status`).
+buffer (in one call for each run of reports made at the same time), averaged in one NumPy call per window length
+(:func:`agent.aggregate.row_means_array`, the same sums as one report's), and truncated to quantities for all of
+them at once; what is left per report is building its dicts (:func:`agent.nodemetric.assemble_status`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.aggregate import row_means_array
-from agent.history import FloatArray, gather_windows
+from agent.history import FloatArray, Ring, gather_windows
 from agent.nodemetric import (
     MetricCollectPolicy,
     PodMeta,
@@ -48,8 +48,12 @@ def build_nodemetric_statuses(
     ordered = [sorted(pods, key=_POD_ORDER) for _, _, pods in reports]
     values: array[float] = array("d")
     counts: list[int] = []
-    for (store, now, _), metas in zip(reports, ordered, strict=True):
-        counts += gather_windows(report_rings(store, metas), now - window, now, values)
+    rings: list[Ring | None] = []
+    for k, ((store, now, _), metas) in enumerate(zip(reports, ordered, strict=True)):
+        rings += report_rings(store, metas)
+        if k + 1 == len(reports) or reports[k + 1][1] != now:   # the windows of a run of reports at one time
+            counts += gather_windows(rings, now - window, now, values)
+            rings = []
     pairs = reported_pairs(row_means_array(values, counts), counts)
     out: list[dict[str, Any]] = []
     k = 0
@@ -72,14 +76,16 @@ def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | 
     usual: BoolArray = np.all(present, axis=1) & np.all(np.abs(scaled) < _INT_RANGE, axis=1)   # NaN: false
     truncated = np.trunc(np.where(usual[:, None], scaled, 0.0)).astype(np.int64)
     usual &= (truncated[:, 0] % 1000 != 0) & (truncated[:, 1] % 1024 != 0)
-    usual &= (np.abs(truncated) <= MAX_QUANTITY).all(axis=1)
+    usual &= np.all(np.abs(truncated) <= MAX_QUANTITY, axis=1)
     out: list[Reported | None] = [None] * len(present)
-    rows = np.flatnonzero(usual).tolist()
-    for i, (millis, n) in zip(rows, truncated[rows].tolist(), strict=True):
+    for i, (millis, n) in enumerate(truncated.tolist()):
         out[i] = ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n})
-    cores = means[0::2].tolist()
-    memory = means[1::2].tolist()
-    for i in np.flatnonzero(~usual & present.any(axis=1)).tolist():
-        has_cpu, has_memory = present[i].tolist()
-        out[i] = reported_quantities(cores[i] if has_cpu else None, memory[i] if has_memory else None)
+    others = np.flatnonzero(~usual).tolist()
+    if others:   # rare: each through the scalar function (both windows empty: None)
+        has = present.tolist()
+        values = means.tolist()
+        for i in others:
+            has_cpu, has_memory = has[i]
+            cpu, memory = (values[2 * i] if has_cpu else None), (values[2 * i + 1] if has_memory else None)
+            out[i] = None if cpu is None and memory is None else reported_quantities(cpu, memory)
     return out

@@ -56,22 +56,17 @@ def _parser(kind: str) -> Callable[[Callable[[Any, Mapping[str, Any]], _View]], 
     def wrap(parse: Callable[[Any, Mapping[str, Any]], _View]) -> Callable[[Any, Mapping[str, Any]], _View]:
         @functools.wraps(parse)
         def checked(cls: Any, obj: Mapping[str, Any]) -> _View:
-            if not isinstance(obj, Mapping):
+            if type(obj) is not dict and not isinstance(obj, Mapping):
                 raise ValueError(f"{kind}: expected an object, got {obj!r:.60}")
-            meta = obj.get("metadata")
-            where = kind
-            if isinstance(meta, Mapping):
-                ns, name = meta.get("namespace"), meta.get("name", "")
-                where = f"{kind} {ns}/{name}" if ns and kind in _NAMESPACED else f"{kind} {name}"
             for section in ("metadata", "spec", "status"):
                 v = obj.get(section)
-                if v is not None and not isinstance(v, Mapping):
-                    raise ValueError(f"{where}: {section}: expected an object, got {v!r:.60}")
+                if v is not None and type(v) is not dict and not isinstance(v, Mapping):
+                    raise ValueError(f"{_where(kind, obj)}: {section}: expected an object, got {v!r:.60}")
             try:
                 return parse(cls, obj)
             except (AttributeError, TypeError, KeyError) as exc:
                 # chained: were it a bug in the parser rather than in the object, the traceback still shows where
-                raise ValueError(f"{where}: malformed object ({type(exc).__name__}: {exc})") from exc
+                raise ValueError(f"{_where(kind, obj)}: malformed object ({type(exc).__name__}: {exc})") from exc
 
         return checked
 
@@ -79,6 +74,15 @@ def _parser(kind: str) -> Callable[[Callable[[Any, Mapping[str, Any]], _View]], 
 
 
 _NAMESPACED = frozenset({"Pod", "PodGroup"})
+
+
+def _where(kind: str, obj: Mapping[str, Any]) -> str:
+    """How an error names the object: its kind and (namespace and) name, when its metadata is an object."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        return kind
+    ns, name = meta.get("namespace"), meta.get("name", "")
+    return f"{kind} {ns}/{name}" if ns and kind in _NAMESPACED else f"{kind} {name}"
 
 
 def _maps(raw: Any, field_name: str) -> list[Mapping[str, Any]]:
@@ -89,7 +93,7 @@ def _maps(raw: Any, field_name: str) -> list[Mapping[str, Any]]:
     if not isinstance(raw, list):
         raise ValueError(f"{field_name}: expected a list, got {raw!r:.60}")
     for i, item in enumerate(raw):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise ValueError(f"{field_name}[{i}]: expected an object, got {item!r:.60}")
     return raw
 
@@ -98,7 +102,7 @@ def _map(raw: Any, field_name: str) -> Mapping[str, Any]:
     """An object field; absent is empty."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):   # a dict is one: the ABC check for the rest
         raise ValueError(f"{field_name}: expected an object, got {raw!r:.60}")
     return raw
 
@@ -333,6 +337,81 @@ class PodView:
             affinity=dict(spec.get("affinity") or {}),
             raw=obj,
         )
+
+    def refreshed(self, obj: Mapping[str, Any]) -> PodView | None:
+        """``PodView.parse(obj)`` made from this view, for ``obj`` a new version of its pod that changed only what
+        binding, status updates, relabelling and deletion change: labels, annotations, deletionTimestamp,
+        spec.nodeName and status (the common events; a pod's resources are immutable unless it is resized).  The
+        parsed requests are kept, the changed fields read as ``parse`` reads them.  None when anything else that
+        ``parse`` reads or checks changed, or the version does not parse (a full parse then says why)."""
+        old = self.raw
+        meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
+        old_meta, old_spec = old.get("metadata") or {}, old.get("spec") or {}
+        if not isinstance(meta, Mapping) or not isinstance(spec, Mapping) or not _same_but(spec, old_spec, "nodeName"):
+            return None
+        for name in _KEPT_META:
+            now, was = meta.get(name), old_meta.get(name)
+            if now is not was and now != was:
+                return None
+        if status is None:
+            status = {}
+        elif not isinstance(status, Mapping):
+            return None
+        try:
+            labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))
+            annotations = self._annotations_of(meta.get("annotations"), old_meta.get("annotations"))
+            ready = _ready(status.get("conditions"), "status.conditions") is True
+            start_time = _time(status.get("startTime"), "status.startTime")
+        except (ValueError, AttributeError, TypeError, KeyError):
+            return None
+        return PodView(
+            namespace=self.namespace, name=self.name, uid=self.uid, labels=labels, annotations=annotations,
+            node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
+            priority=self.priority, priority_class_name=self.priority_class_name, scheduler_name=self.scheduler_name,
+            qos=self.qos, koord_qos=koord, priority_class=priority_class, requests=self.requests,
+            nonzero_requests=self.nonzero_requests, limits=self.limits, owner_kind=self.owner_kind,
+            creation_time=self.creation_time, start_time=start_time, deleting=bool(meta.get("deletionTimestamp")),
+            ready=ready, node_selector=self.node_selector, tolerations=self.tolerations, affinity=self.affinity,
+            raw=obj)
+
+    def _relabelled(self, obj: Mapping[str, Any], raw: Any,
+                    was: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
+        """The labels of a new version of the pod (this view's when they did not change) and what ``parse``
+        derives from them: the Koordinator QoS and priority class."""
+        if raw is was:
+            return self.labels, self.koord_qos, self.priority_class
+        check_strings(raw, "metadata.labels")
+        labels = dict(raw or {})
+        if labels == self.labels:
+            return self.labels, self.koord_qos, self.priority_class
+        koord = koord_qos(obj, self.qos)
+        return labels, koord, pod_priority_class(obj, koord)
+
+    def _annotations_of(self, raw: Any, was: Any) -> Mapping[str, str]:
+        """The annotations of a new version of the pod (this view's when they did not change)."""
+        if raw is was:
+            return self.annotations
+        check_strings(raw, "metadata.annotations")
+        annotations = dict(raw or {})
+        return self.annotations if annotations == self.annotations else annotations
+
+
+# the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full
+_KEPT_META = ("namespace", "name", "uid", "ownerReferences", "creationTimestamp")
+_ABSENT = object()
+
+
+def _same_but(new: Mapping[str, Any], old: Mapping[str, Any], free: str) -> bool:
+    """Whether two objects hold the same entries, ``free``'s aside; compared by identity first, since versions of
+    an object share their unchanged parts."""
+    n = 0
+    for k, v in new.items():
+        if k != free:
+            was = old.get(k, _ABSENT)
+            if v is not was and v != was:
+                return False
+            n += 1
+    return n == len(old) - (free in old)
 
 
 @dataclass(frozen=True, slots=True)

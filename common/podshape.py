@@ -19,6 +19,9 @@ __all__ = ["check_pod", "check_strings"]
 
 
 class _Shape:
+    """The checks; each first asks for the exact plain type (a ``dict``, ``list`` or ``str`` of parsed JSON), which
+    is much cheaper than an ``isinstance`` check against an abstract class, and answers the same for it."""
+
     __slots__ = ()
 
     @staticmethod
@@ -26,6 +29,8 @@ class _Shape:
         return ValueError(f"{path}: expected {what}, got {got!r}")
 
     def map(self, v: Any, path: str) -> Mapping[str, Any]:
+        if type(v) is dict:
+            return v
         if not isinstance(v, Mapping):
             raise self.fail(path, "an object", v)
         return v
@@ -36,10 +41,13 @@ class _Shape:
             return []
         if not isinstance(v, list):
             raise self.fail(path, "a list", v)
-        return [self.map(item, f"{path}[{i}]") for i, item in enumerate(v)]
+        for item in v:
+            if type(item) is not dict:
+                return [self.map(item, f"{path}[{i}]") for i, item in enumerate(v)]
+        return v
 
     def text(self, v: Any, path: str) -> None:
-        if v is not None and not isinstance(v, str):
+        if v is not None and type(v) is not str and not isinstance(v, str):
             raise self.fail(path, "a string", v)
 
     def texts(self, v: Any, path: str) -> None:
@@ -57,6 +65,12 @@ class _Shape:
     def labels(self, v: Any, path: str) -> None:
         if v is None:
             return
+        if type(v) is dict:
+            for value in v.values():
+                if type(value) is not str:
+                    break
+            else:
+                return
         for k, value in self.map(v, path).items():
             self.text(value, f"{path}.{k}")
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from common.clock import Clock, parse_rfc3339
+from common.clock import Clock
 from common.cluster import Cluster, Informer, WatchEvent
 from common.objects import NodeMetricView, NodeView, PodGroupView, PodView, PriorityClassView, QueueView
 from common.waterline import WaterlinePolicy
@@ -55,39 +55,6 @@ def _key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
-
-
-def _timestamp(raw: Any, field: str) -> float | None:
-    """A pod timestamp as ``PodView.parse`` reads it (absent → None; malformed → ValueError naming the field)."""
-    return parse_rfc3339(str(raw), field=field) if raw else None
-
-
-def _refresh_pod(old: PodView, obj: Mapping[str, Any]) -> PodView | None:
-    """Re-use the parsed requests of a pod whose containers did not change (binds and status updates are the
-    common events; a pod's resources are immutable unless it is resized, which changes ``containers``).  Only
-    the fields such an update can change are read again, exactly as ``PodView.parse`` reads them."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    old_spec = old.raw.get("spec") or {}
-    if meta.get("uid", "") != old.uid or any(
-            spec.get(f) != old_spec.get(f) for f in ("containers", "initContainers", "overhead", "resources",
-                                                     "priority", "priorityClassName", "affinity", "tolerations",
-                                                     "nodeSelector", "schedulerName")):
-        return None
-    where = f"Pod {old.namespace}/{old.name}"
-    created = meta.get("creationTimestamp")
-    if created != (old.raw.get("metadata") or {}).get("creationTimestamp"):
-        _timestamp(created, f"{where}: metadata.creationTimestamp")   # a full parse would reject a bad one
-    status = obj.get("status") or {}
-    ready = False
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Ready":
-            ready = cond.get("status") == "True"
-    return dataclasses.replace(
-        old, labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
-        node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
-        start_time=_timestamp(status.get("startTime"), f"{where}: status.startTime"),
-        deleting=bool(meta.get("deletionTimestamp")), ready=ready, raw=obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +120,8 @@ class SchedulerCache:
                     view = None
                     if kind == "Pod":
                         old = self._objects["Pod"].get(key)
-                        view = _refresh_pod(old, event.object) if isinstance(old, PodView) else None
+                        # binds and status updates, the common events, keep what the pod's spec parsed to
+                        view = old.refreshed(event.object) if isinstance(old, PodView) else None
                     if view is None:
                         view = parse(event.object)
                 except ValueError as exc:

@@ -111,6 +111,7 @@ class MemoryCluster:
         self.bindings: list[tuple[str, str]] = []  # (ns/name, node), in order
         self.evictions: list[str] = []  # accepted, in order
         self.refused_evictions: list[str] = []
+        self._stamp: tuple[int | None, str] = (None, "")   # (a second of the clock, its RFC 3339 text)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _bucket(self, kind: str) -> dict[_Key, dict[str, Any]]:
@@ -222,8 +223,21 @@ class MemoryCluster:
                 last = rv
                 yield ev
 
+    def _now_rfc3339(self) -> str:
+        """``to_rfc3339(clock.now())``, formatted once per second of the clock: the pods created or started in one
+        second share the text."""
+        now = int(self.clock.now())
+        if self._stamp[0] != now:
+            self._stamp = (now, to_rfc3339(now))
+        return self._stamp[1]
+
     # -- writes -------------------------------------------------------------------------------------
     def create(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            return self._create(kind, obj).copy()
+
+    def _create(self, kind: str, obj: Mapping[str, Any]) -> _Copies:
+        """Store a copy of ``obj`` as a new object and emit it; the new version's :class:`_Copies`."""
         info = kind_info(kind)
         with self._lock:
             new = _copy_in(dict(obj))
@@ -243,8 +257,10 @@ class MemoryCluster:
                 raise Conflict(f'{info.plural} "{meta["name"]}" already exists', reason="AlreadyExists")
             new["apiVersion"] = info.api_version
             new["kind"] = kind
-            meta.setdefault("uid", str(uuid.uuid4()))
-            meta.setdefault("creationTimestamp", to_rfc3339(self.clock.now()))
+            if "uid" not in meta:
+                meta["uid"] = str(uuid.uuid4())
+            if "creationTimestamp" not in meta:
+                meta["creationTimestamp"] = self._now_rfc3339()
             meta["resourceVersion"] = self._next_rv()
             if kind == "Pod":
                 new.setdefault("status", {}).setdefault("phase", "Pending")
@@ -253,12 +269,13 @@ class MemoryCluster:
             bucket[key] = new
             copies = _Copies(new)
             self._emit(kind, "ADDED", new, copies)
-            return copies.copy()
+            return copies
 
     def load(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """Create every object of a snapshot (``kind`` taken from each)."""
+        """Create every object of a snapshot (``kind`` taken from each).  Nothing is returned, so no copy of the
+        stored versions is made for the caller."""
         for o in objects:
-            self.create(str(o.get("kind")), o)
+            self._create(str(o.get("kind")), o)
 
     def _store(self, kind: str, key: _Key, new: dict[str, Any], *, copy_back: bool = True) -> dict[str, Any]:
         """Store ``new`` (owned by the store from now on) as the next version; a copy for the caller.
@@ -370,7 +387,8 @@ class MemoryCluster:
         """Make ``pod`` (a new version, not yet stored) Running and Ready; its status is replaced, not changed."""
         status = pod["status"] = dict(pod.get("status", {}))
         status["phase"] = "Running"
-        status.setdefault("startTime", to_rfc3339(self.clock.now()))
+        if "startTime" not in status:
+            status["startTime"] = self._now_rfc3339()
         conds = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "PodScheduled")]
         conds.append({"type": "PodScheduled", "status": "True"})
         conds.append({"type": "Ready", "status": "True"})

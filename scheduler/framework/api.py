@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +51,7 @@ __all__ = [
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_KEY = "volcano.sh/task-priority"
+_T = TypeVar("_T")
 
 
 class TaskStatus(enum.Enum):
@@ -124,10 +125,22 @@ class Tracked:
 
     __slots__ = ("_touched", "_watch")
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _touched_new(cls)
+
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if getattr(self, "_touched", True) is False:   # an object never untouched counts as touched
             _note(self)
+
+
+def _touched_new(cls: type[_T]) -> _T:
+    """A new object of ``cls``, touched (as one never untouched counts): with the flag set, the hook's look-up of
+    it while ``__init__`` sets each field finds it, instead of failing (a raised and caught AttributeError per
+    field made an object cost several times its fields)."""
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "_touched", True)
+    return obj
 
 
 def _note(obj: Tracked | NotedJob) -> None:
@@ -205,12 +218,33 @@ class TaskInfo(Tracked):
         return self.resreq
 
     @classmethod
+    def filled(cls, values: tuple[Any, ...], renew: TaskInfo | None = None) -> TaskInfo:
+        """``TaskInfo(*values)`` (every field given, in order), or ``renew`` made so in place (noted, as setting its
+        fields would note it), each slot set directly instead of through the :class:`Tracked` hook: a session
+        makes a task per new pod."""
+        if renew is None:
+            task: TaskInfo = _touched_new(cls)
+        else:
+            task = renew
+            _note(task)
+        for put, value in zip(_TASK_SETTERS, values, strict=True):
+            put(task, value)
+        return task
+
+    @classmethod
     def from_pod(cls, pod: PodView, job: str, columns: Mapping[str, int]) -> TaskInfo:
         from .template import TaskTemplate
 
         return TaskTemplate.of(pod, columns).task(pod, job)
 
 
+def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setter of each field of a dataclass, in the fields' order: what its ``__init__`` sets, without going
+    through the class's ``__setattr__``."""
+    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
+
+
+_TASK_SETTERS = _slot_setters(TaskInfo)
 _INDEX_RE = re.compile(r"^-?\d+$")
 
 
@@ -292,40 +326,44 @@ class JobInfo:
     def single(cls, uid: str, name: str, namespace: str, queue: str, priority: int, creation_time: float,
                task: TaskInfo, renew: JobInfo | None = None) -> JobInfo:
         """The group of one of a pod without a PodGroup, holding ``task``: ``minAvailable`` 1, Pending while its
-        task is, else Running.  ``renew`` is the previous such job of the pod, made anew in place."""
-        status = task.status
-        phase = "Pending" if status is TaskStatus.PENDING else "Running"
+        task is, else Running.  ``renew`` is the previous such job of the pod, made anew in place (noted, as setting
+        its fields would note it).  What ``SingleJob(...)`` and ``add_task(task)`` make, with each slot set directly
+        instead of through the hook that notes changes: this runs for every new pod, and for most pods in a session
+        made from nothing."""
         if renew is None:
-            made = SingleJob(uid, name, namespace, queue, priority, 1, {}, _NO_RESOURCES, None, phase, creation_time)
-            made.add_task(task)
-            return made
-        # renew(...) then add_task(task), in one go: this runs for most pods in every session
-        job = renew
-        job.uid, job.name, job.namespace, job.queue, job.priority = uid, name, namespace, queue, priority
-        job.min_available, job.min_resources, job.podgroup, job.phase = 1, _NO_RESOURCES, None, phase
-        job.creation_time, job.preemptable = creation_time, True
-        if job.min_task_member:
-            job.min_task_member = {}
-        tasks = job.tasks
-        tasks.clear()
+            job: JobInfo = _touched_new(SingleJob)
+            tasks: dict[str, TaskInfo] = {}
+            index: dict[TaskStatus, dict[str, TaskInfo]] = {}
+            fit_errors: dict[str, FitErrors] = {}
+            members: Mapping[str, int] = {}
+        else:
+            job = renew
+            if isinstance(job, NotedJob):
+                _note(job)
+            tasks, index, fit_errors, members = job.tasks, job.index, job.fit_errors, job.min_task_member
+            tasks.clear()
+            for old in index.values():
+                old.clear()
+            if fit_errors:
+                fit_errors.clear()
+            if members:
+                members = {}
+        status = task.status
         tasks[task.uid] = task
-        index = job.index
-        for old in index.values():
-            old.clear()
         bucket = index.get(status)
         if bucket is None:
             bucket = index[status] = {}
         bucket[task.uid] = task
         # the counts _tally(task, status, 1) gives a job without tasks
-        job._ready, job._waiting, job._pending, job._valid, job._unsettled = _SINGLE_COUNTS[status]
-        job._pending_best_effort = 1 if status is TaskStatus.PENDING and task.best_effort else 0
-        job._moved = False
-        job.allocated = task.resreq if status in ALLOCATED_STATUS else _NO_RESOURCES
-        if job.fit_errors:
-            job.fit_errors.clear()
-        job.job_fit_error = ""
-        job.unschedulable = False
-        job.schedule_start = None
+        ready, waiting, pending, valid, unsettled = _SINGLE_COUNTS[status]
+        best_effort = 1 if status is TaskStatus.PENDING and task.best_effort else 0
+        allocated = task.resreq if status in ALLOCATED_STATUS else _NO_RESOURCES
+        phase = "Pending" if status is TaskStatus.PENDING else "Running"
+        values = (uid, name, namespace, queue, priority, 1, members, _NO_RESOURCES, None, phase, creation_time, True,
+                  tasks, index, allocated, fit_errors, "", False, None,
+                  ready, waiting, valid, best_effort, pending, unsettled, False)
+        for put, value in zip(_JOB_SETTERS, values, strict=True):
+            put(job, value)
         return job
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
@@ -569,6 +607,9 @@ class JobInfo:
         return total
 
 
+_JOB_SETTERS = _slot_setters(JobInfo)
+
+
 class NotedJob(JobInfo):
     """A job noting any change made to it, as :class:`Tracked` does: setting an attribute, or adding tasks.  Its
     other containers change only through its methods (``tasks`` and ``index``), or along with a task, which is
@@ -578,6 +619,9 @@ class NotedJob(JobInfo):
     call per job): that is not noted either way."""
 
     __slots__ = ("_touched", "_watch")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _touched_new(cls)
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)

@@ -226,8 +226,9 @@ class RowCache:
                 del entries[next(iter(entries))]
         elif hit.seen < len(log):
             changed = log[hit.seen:]
-            # a few changes (the placements since this signature's last pod) sort faster in Python than in NumPy
-            rows = (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 64
+            # a few hundred changes (the placements since this signature's last pod, a few log entries each) sort
+            # faster in Python than in NumPy
+            rows = (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 256
                     else np.unique(np.asarray(changed, dtype=np.int64)))
             hit.value[rows] = compute(rows)
             hit.seen = len(log)

@@ -114,12 +114,9 @@ class TaskTemplate:
     def task(self, pod: PodView, job: str, renew: TaskInfo | None = None) -> TaskInfo:
         """The pod's task as the session starts; ``renew`` is an earlier task of this pod that nothing uses any more,
         made anew in place (every field reset) instead of allocating another."""
-        args = (self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority, self.preemptable,
-                self.role, self.best_effort, self.vector, self.nonzero, self.nominated_node)
-        if renew is None:
-            return TaskInfo(*args)
-        TaskInfo.__init__(renew, *args)
-        return renew
+        return TaskInfo.filled((self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority,
+                                self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
+                                self.nominated_node, False, ""), renew)
 
 
 # of a pod's requests object: (the pod's nonzero_requests object, resreq, vector, (nonzero cpu, nonzero memory),

@@ -20,10 +20,13 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView, NodeView, PodView
+from common.qos import PriorityClass
+from common.resources import Resources
 from scheduler.framework.memo import SessionMemo
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, metric_load, stamped_entry
+from .estimator import SCALING_FACTORS_ANNOTATION
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
 if TYPE_CHECKING:
@@ -34,6 +37,8 @@ __all__ = ["LoadAwareMemo", "NodeRows"]
 IntArray = npt.NDArray[np.int64]
 T = TypeVar("T")
 _KEY = "loadaware"
+# distinct pod shapes whose estimates are kept (all forgotten at once past it: workloads have a few shapes each)
+ESTIMATE_SHAPES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,7 @@ class LoadAwareMemo:
                   self._estimates):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
+        self._by_shape: dict[tuple[Resources, Resources, PriorityClass, str | None], IntArray] = {}
         self._node_entries: dict[str, _NodePods] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
         self._allocatable: tuple[tuple[NodeView, ...], IntArray] | None = None
@@ -149,10 +155,19 @@ class LoadAwareMemo:
         return entry, stamp
 
     def estimate(self, pod: PodView, compute: Callable[[PodView], IntArray]) -> IntArray:
-        """``compute(pod)`` (the pod's estimated usage under these arguments), once per pod object."""
+        """``compute(pod)`` (the pod's estimated usage under these arguments), once per pod object, and once per
+        what the estimate reads of a pod (requests, limits, priority class, the custom factors when allowed): the
+        replicas of a workload share one."""
         hit: IntArray | None = self._estimates.get(pod)
         if hit is None:
-            hit = self._estimates.put(pod, compute(pod))
+            custom = pod.annotations.get(SCALING_FACTORS_ANNOTATION) if self.args.allow_customize_estimation else None
+            shape = (pod.requests, pod.limits, pod.priority_class, custom)
+            hit = self._by_shape.get(shape)
+            if hit is None:
+                if len(self._by_shape) >= ESTIMATE_SHAPES:
+                    self._by_shape.clear()
+                hit = self._by_shape[shape] = compute(pod)
+            hit = self._estimates.put(pod, hit)
         return hit
 
     def metric(self, metric: NodeMetricView) -> MetricLoad:
