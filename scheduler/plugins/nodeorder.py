@@ -248,10 +248,10 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
         declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros]   # 0 adds nothing
 
         def rows(at: IntArray) -> IntArray:
-            total = np.zeros(len(at), dtype=np.int64)
+            total = [0] * len(at)   # Python integers for the few nodes of a run's step
             for weight, fn in declared:
-                total += fn(at) * weight
-            return total * plugin_weight
+                total = [t + v * weight for t, v in zip(total, fn(at).tolist(), strict=True)]
+            return np.array([t * plugin_weight for t in total], dtype=np.int64)
         return rows
     return rows_of
 
