@@ -128,8 +128,9 @@ class IdenticalRun:
         """Every node evaluated and scored for ``task`` (the second pod of a run), when the run may go on."""
         if not self._usable():
             return None
-        filters = self._declared("vector_predicate", task)
-        scores = self._declared("vector_score", task) if filters is not None else None
+        # the scorers first: their opting out (spreading, normalised scores) is found without reading the session
+        scores = self._declared("vector_score", task)
+        filters = self._declared("vector_predicate", task) if scores is not None else None
         if filters is None or scores is None:
             return None
         ssn = self.ssn
