@@ -6,7 +6,7 @@ unit (bytes, pods, devices).  ``Resources`` is an immutable mapping; missing nam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from fractions import Fraction
 from typing import Any
 
@@ -193,6 +193,17 @@ class Resources(Mapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._d)
 
+    # the views of the entries themselves, in the same order as Mapping's (which reads each value through
+    # __getitem__, in Python): read-only, as every view of a dict is
+    def items(self) -> ItemsView[str, int]:
+        return self._d.items()
+
+    def keys(self) -> KeysView[str]:
+        return self._d.keys()
+
+    def values(self) -> ValuesView[int]:
+        return self._d.values()
+
     def __len__(self) -> int:
         return len(self._d)
 
@@ -214,15 +225,23 @@ class Resources(Mapping[str, int]):
     # -- arithmetic ---------------------------------------------------------------------------------
     def __add__(self, other: Mapping[str, int]) -> Resources:
         d = dict(self._d)
-        for k, v in other.items():
+        if type(other) is not Resources:
+            for k, v in other.items():
+                d[k] = d.get(k, 0) + v
+            return Resources(d)
+        for k, v in other._d.items():
             d[k] = d.get(k, 0) + v
-        return Resources(d)
+        return _of_sums(d)
 
     def __sub__(self, other: Mapping[str, int]) -> Resources:
         d = dict(self._d)
-        for k, v in other.items():
+        if type(other) is not Resources:
+            for k, v in other.items():
+                d[k] = d.get(k, 0) - v
+            return Resources(d)
+        for k, v in other._d.items():
             d[k] = d.get(k, 0) - v
-        return Resources(d)
+        return _of_sums(d)
 
     def scale(self, factor: float | Fraction) -> Resources:
         """Multiply every entry, truncating toward zero."""
@@ -263,3 +282,11 @@ class Resources(Mapping[str, int]):
 
 
 EMPTY = Resources()
+
+
+def _of_sums(d: dict[str, int]) -> Resources:
+    """``Resources(d)`` for a dict of sums of two vectors' entries (ints) that nobody else holds: its zero entries
+    dropped, without the checks."""
+    if 0 in d.values():
+        d = {k: v for k, v in d.items() if v}
+    return Resources._trusted(d)

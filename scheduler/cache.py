@@ -133,7 +133,8 @@ class SchedulerCache:
                     log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
                 self._changed(kind, key)
-                self.parse_errors.pop(f"{kind} {key}", None)
+                if self.parse_errors:
+                    self.parse_errors.pop(f"{kind} {key}", None)
                 self._objects[kind][key] = view
                 a = self._assumed.get(key) if kind == "Pod" else None
                 if a is not None and (view.node_name or view.terminal or (a.uid and view.uid != a.uid)):

@@ -50,6 +50,10 @@ class _Sub:
     field_selector: str | None
     shared: bool = False  # the handler only reads what it gets: it is given the stored version itself
     active: bool = True
+    everything: bool = field(init=False)  # neither a namespace nor a field selector: every object of the kind
+
+    def __post_init__(self) -> None:
+        self.everything = not self.namespace and not self.field_selector
 
 
 @dataclass
@@ -142,7 +146,7 @@ class MemoryCluster:
         if not subs:
             return
         for sub in list(subs):  # a copy: a handler may stop an informer
-            if sub.active and self._matches(obj, sub.namespace, sub.field_selector):
+            if sub.active and (sub.everything or self._matches(obj, sub.namespace, sub.field_selector)):
                 sub.handler(WatchEvent(type_, obj if sub.shared else copies.copy()))
 
     @staticmethod

@@ -85,6 +85,7 @@ _UNSETTLED_STATUS = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskSta
 _SINGLE_COUNTS = {s: (int(s in _READY_STATUS), int(s not in _READY_STATUS and s is TaskStatus.PIPELINED),
                       int(s not in _READY_STATUS and s is TaskStatus.PENDING), int(s in _VALID_STATUS),
                       int(s in _UNSETTLED_STATUS)) for s in TaskStatus}
+_NO_COUNTS = (0, 0, 0, 0, 0)
 # statuses whose request occupies the node (everything except Pending, Pipelined and the terminal ones)
 _ON_NODE = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING,
                       TaskStatus.RELEASING, TaskStatus.UNKNOWN})
@@ -455,19 +456,46 @@ class JobInfo:
             self.allocated = first
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Move ``task`` to ``status``: the index, counts and allocated total changed by what the move changes
+        (on a job that notes changes every field set costs a call, so only those that change are set)."""
         self._moved = True
         old = task.status
         bucket = self.index.get(old)
-        if bucket is not None:
-            prev = bucket.pop(task.uid, None)
-            if prev is not None:
-                self._tally(prev, old, -1)
-        if old in ALLOCATED_STATUS:
-            self.allocated = self.allocated - task.resreq
+        prev = bucket.pop(task.uid, None) if bucket is not None else None
         task.status = status
-        self._put(task, status)
-        if status in ALLOCATED_STATUS:
+        target = self.index.get(status)
+        if target is None:
+            target = self.index[status] = {}
+        stale = target.get(task.uid)
+        if stale is not None:
+            self._tally(stale, status, -1)
+        target[task.uid] = task
+        self._shift(prev, old, task, status)
+        was_on, now_on = old in ALLOCATED_STATUS, status in ALLOCATED_STATUS
+        if was_on and not now_on:
+            self.allocated = self.allocated - task.resreq
+        elif now_on and not was_on:
             self.allocated = self.allocated + task.resreq if self.allocated else task.resreq
+
+    def _shift(self, prev: TaskInfo | None, old: TaskStatus, task: TaskInfo, status: TaskStatus) -> None:
+        """``_tally(prev, old, -1)`` (when ``prev`` was indexed) and ``_tally(task, status, 1)``, each count set
+        once and only when it changes."""
+        r0, w0, p0, v0, u0 = _SINGLE_COUNTS[old] if prev is not None else _NO_COUNTS
+        r1, w1, p1, v1, u1 = _SINGLE_COUNTS[status]
+        if r1 != r0:
+            self._ready += r1 - r0
+        if w1 != w0:
+            self._waiting += w1 - w0
+        if p1 != p0:
+            self._pending += p1 - p0
+        if v1 != v0:
+            self._valid += v1 - v0
+        if u1 != u0:
+            self._unsettled += u1 - u0
+        b0 = prev is not None and prev.best_effort and old is TaskStatus.PENDING
+        b1 = task.best_effort and status is TaskStatus.PENDING
+        if b1 != b0:
+            self._pending_best_effort += int(b1) - int(b0)
 
     def count(self, *statuses: TaskStatus) -> int:
         n = 0

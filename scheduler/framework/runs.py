@@ -62,7 +62,8 @@ def same_pod(a: PodView, b: PodView) -> bool:
 
 @dataclass(slots=True)
 class _Kept:
-    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score."""
+    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score, and the
+    nodes both feasible and fitting idle (``now``), with how many nodes are feasible and how many ``now``."""
 
     arrays: NodeArrays
     vector: IntArray
@@ -72,7 +73,20 @@ class _Kept:
     fits_idle: BoolArray
     fits_future: BoolArray
     total: FloatArray
+    now: BoolArray
+    feasible_count: int
+    now_count: int
     seen: int   # how much of the arrays' change log the vectors have taken in
+
+    def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
+        """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
+        idle = (bits & FITS_IDLE) != 0
+        now = ok and idle
+        self.feasible_count += ok - bool(self.feasible[i])
+        self.now_count += now - bool(self.now[i])
+        self.feasible[i], self.now[i], self.fits_idle[i] = ok, now, idle
+        self.fits_future[i] = bits >= FITS_FUTURE
+        self.total[i] = total
 
 
 class IdenticalRun:
@@ -128,46 +142,46 @@ class IdenticalRun:
         """Every node evaluated and scored for ``task`` (the second pod of a run), when the run may go on."""
         if not self._usable():
             return None
-        filters = self._declared("vector_predicate", task)
-        scores = self._declared("vector_score", task) if filters is not None else None
+        # the scorers first: their opting out (spreading, normalised scores) is found without reading the session
+        scores = self._declared("vector_score", task)
+        filters = self._declared("vector_predicate", task) if scores is not None else None
         if filters is None or scores is None:
             return None
         ssn = self.ssn
         ev = evaluate_nodes(ssn, task, mode="allocate")
         # each declared score is the same on a node whichever nodes are scored: score them all once
         total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        now = ev.feasible & ev.fits_idle
         return _Kept(ssn.arrays, task.vector, filters, scores, ev.feasible.copy(), ev.fits_idle.copy(),
-                     ev.fits_future.copy(), total, len(ssn.arrays.changes))
+                     ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
+                     int(np.count_nonzero(now)), len(ssn.arrays.changes))
 
     @staticmethod
     def _catch_up(kept: _Kept) -> None:
-        """Recompute the nodes changed since the run's last pod (the previous placements' nodes)."""
+        """Recompute the nodes changed since the run's last pod (the previous placements' nodes), in Python values
+        for the few nodes a placement changes."""
         log = kept.arrays.changes
         if kept.seen == len(log):
             return
-        rows = np.array(sorted(set(log[kept.seen:])), dtype=np.int64)
+        at = sorted(set(log[kept.seen:]))
         kept.seen = len(log)
-        bits = _fit_bits(kept.arrays, kept.vector, rows)
-        future = bits >= FITS_FUTURE
-        ok = future.copy()
+        rows = np.array(at, dtype=np.int64)
+        bits: list[int] = _fit_bits(kept.arrays, kept.vector, rows).tolist()
+        passes = [b >= FITS_FUTURE for b in bits]
         for fn in kept.filters:
-            ok &= fn(rows)
-        total = np.zeros(len(rows), dtype=np.float64)
+            passes = [p and q for p, q in zip(passes, fn(rows).tolist(), strict=True)]
+        totals = [0.0] * len(at)
         for fn in kept.scores:
-            total += fn(rows)   # in the order score_nodes adds them, each value cast to float64 as it is added
-        kept.fits_idle[rows] = (bits & FITS_IDLE) != 0
-        kept.fits_future[rows] = future
-        kept.feasible[rows] = ok
-        kept.total[rows] = total
+            # in the order score_nodes adds them, each value made a float64 as it is added
+            totals = [t + v for t, v in zip(totals, fn(rows).tolist(), strict=True)]
+        for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
+            kept.set_row(i, bool(ok), b, t)
 
     def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
         """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""
-        feasible = kept.feasible
-        if not feasible.any():
+        if not kept.feasible_count:
             return None
-        now = feasible & kept.fits_idle
-        mask = now if now.any() else feasible
-        count = int(np.count_nonzero(mask))
+        mask, count = (kept.now, kept.now_count) if kept.now_count else (kept.feasible, kept.feasible_count)
         if count == 1:
             pick = int(np.flatnonzero(mask)[0])
         else:

@@ -30,6 +30,7 @@ import numpy.typing as npt
 from common.objects import PodView
 from common.selectors import LabelSelector, SelectorError
 from scheduler.framework.api import TaskInfo
+from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
@@ -122,11 +123,12 @@ REQUIRED_AFFINITY, REQUIRED_ANTI, PREFERRED_AFFINITY, PREFERRED_ANTI = range(4)
 # one distinct term of the placed pods: its kind and the term (weight included)
 TermKey = tuple[int, Term]
 _EXISTING: weakref.WeakKeyDictionary[Session, ExistingTerms] = weakref.WeakKeyDictionary()
+TERMS_MEMO = "interpodaffinity.terms"
 
 
-def parsed_terms(ssn: Session, pod: PodView) -> PodTerms | None:
-    """The pod's terms, parsed once per pod object for as long as the session memo keeps it (None: malformed)."""
-    memo = ssn.memo.table("interpodaffinity.terms")
+def parsed_terms(memo: IdentityMemo[Any], pod: PodView) -> PodTerms | None:
+    """The pod's terms, parsed once per pod object for as long as ``memo`` (the session memo's table of them) keeps
+    it (None: malformed)."""
     got: list[PodTerms | None] | None = memo.get(pod)
     if got is None:
         try:
@@ -143,7 +145,8 @@ class ExistingTerms:
     index syncs first: its handler was added before this one's).  One per session, shared (:meth:`of`)."""
 
     def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
+        # not the session: this is kept by a weak reference to the session, which it must not hold alive
+        self._memo = ssn.memo.table(TERMS_MEMO)
         self.index = PodIndex.of(ssn)
         self._owners: dict[str, tuple[Placed, list[TermKey]]] | None = None
         self._by_term: dict[TermKey, dict[int, int]] = {}
@@ -192,7 +195,7 @@ class ExistingTerms:
 
     def _add(self, uid: str, placed: Placed) -> None:
         assert self._owners is not None
-        terms = parsed_terms(self.ssn, placed.pod)
+        terms = parsed_terms(self._memo, placed.pod)
         keys: list[TermKey] = []
         if terms is not None:
             for kind, group in enumerate((terms.required_affinity, terms.required_anti, terms.preferred_affinity,
@@ -229,6 +232,7 @@ class InterPodAffinityCheck:
     def __init__(self, ssn: Session, *, hard_weight: int = 1, ignore_existing_preferred: bool = False,
                  spread: SpreadCheck | None = None) -> None:
         self.ssn = ssn
+        self._terms_memo = ssn.memo.table(TERMS_MEMO)
         self.index = PodIndex.of(ssn)
         self.existing = ExistingTerms.of(ssn)
         self.n = len(ssn.nodes)
@@ -240,7 +244,7 @@ class InterPodAffinityCheck:
         self._existing_scores: dict[GroupKey, list[Any]] = {}
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
-        return parsed_terms(self.ssn, pod)
+        return parsed_terms(self._terms_memo, pod)
 
     def _domain(self, key: str) -> tuple[IntArray, int]:
         return self._domains.domains(key)

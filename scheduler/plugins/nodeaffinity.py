@@ -215,8 +215,9 @@ class AffinityCheck:
         except (AttributeError, TypeError):
             return self._groups
         got = self._answers.projections.get(keys)
-        if got is None:
-            got = self._answers.projections[keys] = projected_groups(self.labels, keys)
+        if got is None:  # kept from session to session while the node objects are the same, in the same order
+            got = self._answers.projections[keys] = self.ssn.memo.for_objects(
+                ("node-label-projection", keys), self._views, lambda: projected_groups(self.labels, keys))
         return got
 
     def _preferred_raw(self, affinity: Mapping[str, Any], groups: NodeGroups[LabelSig] | None = None) -> IntArray:

@@ -205,8 +205,8 @@ def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 
 
 def _pod_affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
-    """InterPodAffinity's scorer: 0 on every node for a pod without affinity terms while no pod placed has any
-    (placing such pods adds none)."""
+    """InterPodAffinity's scorer, and its summand: nothing for a pod without affinity terms while no pod placed
+    has any (kube's PreScore skips the pod; placing such pods adds none)."""
     check = InterPodAffinityCheck(ssn)
 
     def rows_of(task: TaskInfo) -> RowFn | None:
@@ -214,7 +214,10 @@ def _pod_affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
         if terms is None or check.index.with_affinity or terms != PodTerms():
             return None
         return _zeros
-    return check.score, check.score, rows_of
+
+    def summand(task: TaskInfo) -> IntArray | None:
+        return None if rows_of(task) is _zeros else check.score(task)
+    return check.score, summand, rows_of
 
 
 def _spread_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
@@ -245,10 +248,10 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
         declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros]   # 0 adds nothing
 
         def rows(at: IntArray) -> IntArray:
-            total = np.zeros(len(at), dtype=np.int64)
+            total = [0] * len(at)   # Python integers for the few nodes of a run's step
             for weight, fn in declared:
-                total += fn(at) * weight
-            return total * plugin_weight
+                total = [t + v * weight for t, v in zip(total, fn(at).tolist(), strict=True)]
+            return np.array([t * plugin_weight for t in total], dtype=np.int64)
         return rows
     return rows_of
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, is_
@@ -34,6 +34,7 @@ import numpy.typing as npt
 from common.objects import PodView
 from common.selectors import LabelSelector
 from scheduler.framework.api import TaskInfo, TaskStatus, on_node
+from scheduler.framework.changes import ChangeLog
 from scheduler.framework.memo import IdentityMemo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import EventHandler, Session
@@ -183,20 +184,21 @@ class _Carried:
     Never changed once made (an index still opening may hold it): :meth:`moved` makes the next one, sharing the
     tallies no seed changed."""
 
-    __slots__ = ("seeds", "tallies", "_fresh")
+    __slots__ = ("seeds", "tallies", "_fresh", "totals")
 
     def __init__(self, seeds: dict[str, _NodeSeed] | None = None, tallies: dict[GroupKey, _Tally] | None = None
                  ) -> None:
         self.seeds: dict[str, _NodeSeed] = seeds or {}
         self.tallies: dict[GroupKey, _Tally] = tallies or {}
         self._fresh: set[GroupKey] = set()  # while moving: the tallies already copied
+        self.totals: _Totals | None = None
 
-    def moved(self, seeds: dict[str, _NodeSeed]) -> _Carried:
+    def moved(self, seeds: dict[str, _NodeSeed], names: Iterable[str] | None = None) -> _Carried:
         """The carried state of ``seeds``: the pods of a seed no longer kept leave the tallies, those of a new one
-        enter them."""
+        enter them (``names``: the only nodes whose seed may differ, when known)."""
         out = _Carried(seeds, dict(self.tallies))
         before = self.seeds
-        for name in before.keys() | seeds.keys():
+        for name in before.keys() | seeds.keys() if names is None else names:
             old, new = before.get(name), seeds.get(name)
             if old is new:
                 continue
@@ -225,6 +227,54 @@ class _Carried:
         if not tally.every:
             del self.tallies[key]
             self._fresh.discard(key)
+
+
+@dataclass(frozen=True, slots=True)
+class _Totals:
+    """The seeded nodes' pods as a whole (``unseeded``: the nodes without a seed), as of the cache generation the
+    session saw and its nodes in order: the next session starts from them and seeds anew only the nodes the
+    cache's change log names.  Never changed once made."""
+
+    names: list[str]
+    log: ChangeLog
+    generation: int
+    placed: dict[str, Placed]
+    with_affinity: dict[str, Placed]
+    with_host_ports: dict[str, Placed]
+    pod_count: IntArray
+    where: dict[str, str]   # pod key -> the node it is seeded on
+    unseeded: frozenset[str]
+
+
+# the kinds of change a session follows node by node from the carried totals (by the nodes the pods named were
+# and are on); any other (PodGroups, Queues, PriorityClasses: what makes tasks of pods) has it seed every node
+_FOLLOWED = frozenset({"Pod", "Node", "NodeMetric"})
+
+
+def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:
+    """The nodes whose tasks may differ from what ``totals`` holds: those without a seed and those the pods the
+    change log names since were or are on; None when the session cannot start from ``totals`` (no log or another
+    one, changes of other kinds, other nodes or node order, or tasks changed since the session build made them)."""
+    snap = ssn.snapshot
+    if totals is None or snap.changes is not totals.log or snap.pod_by_key is None:
+        return None
+    changes = snap.changes.between(totals.generation, snap.generation)
+    if changes is None or not changes.keys() <= _FOLLOWED:
+        return None
+    if [nd.name for nd in ssn.nodes] != totals.names:
+        return None
+    if any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True))):
+        return None
+    moved = set(totals.unseeded)
+    where, by_key = totals.where, snap.pod_by_key
+    for key in changes.get("Pod", ()):
+        old = where.get(key)
+        if old is not None:
+            moved.add(old)
+        pod = by_key.get(key)
+        if pod is not None and pod.node_name:
+            moved.add(pod.node_name)
+    return moved
 
 
 def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:
@@ -281,40 +331,124 @@ class PodIndex:
         ssn.add_event_handler(EventHandler(self.sync, self.sync))
 
     def _seed(self, ssn: Session) -> None:
-        """``sync`` of every task on a node as the session opens (no matcher is counted yet).  Per pod object, the
-        session memo keeps its affinity/host-port flags and its last placement record, reused when it still says
-        the same node and the same terminating state.  Per node, what its tasks gave is taken again as a whole
-        while they are tasks of the same pods, in the same order, at the same node row, and nothing changed them
-        since the session build made them (:func:`~scheduler.framework.api.is_untouched`: then their uid, node
-        and status are what the pod says)."""
+        """``sync`` of every task on a node as the session opens (no matcher is counted yet): from the carried
+        totals and the nodes the cache's change log names when it can (:func:`_moved_nodes`), else node by node.
+        Per pod object, the session memo keeps its affinity/host-port flags and its last placement record, reused
+        when it still says the same node and the same terminating state."""
         memo = ssn.memo.table("podindex.pod")
         carried: _Carried = ssn.memo.value(_NODES_KEY) or _Carried()
-        kept = carried.seeds
-        seeds: dict[str, _NodeSeed] = {}
-        rows: list[int] = []
+        moved = _moved_nodes(ssn, carried.totals)
         try:
-            for nd in ssn.nodes:
-                tasks = list(nd.tasks.values())
-                pods = list(map(_POD, tasks))
-                here = self._index.get(nd.name)
-                untouched = not any(map(getattr, tasks, repeat("_touched"), repeat(True)))
-                hit = kept.get(nd.name)
-                if untouched and hit is not None and hit.holds(here, pods):
-                    self._take_seed(hit, rows)
-                    seeds[nd.name] = hit
-                    continue
-                # kept for the next session only if every task was as made and counts on this node's row
-                seed = self._seed_node(tasks, here, memo, rows, _NodeSeed(here, pods) if untouched else None)
-                if seed is not None:
-                    seeds[nd.name] = seed
+            if moved is None or not self._seed_moved(ssn, carried, moved, memo):
+                self._seed_all(ssn, carried, memo)
         except _SameUid:
             # a uid seen twice (not from a real cluster): seed it all task by task, and sync decides
             self._reseed(ssn)
-            return
+
+    def _seed_all(self, ssn: Session, carried: _Carried, memo: IdentityMemo[Any]) -> None:
+        """Every node: what its tasks gave the previous session is taken again as a whole while they are tasks of
+        the same pods, in the same order, at the same node row, and nothing changed them since the session build
+        made them (:func:`~scheduler.framework.api.is_untouched`: then their uid, node and status are what the pod
+        says); the other nodes are seeded task by task."""
+        kept = carried.seeds
+        seeds: dict[str, _NodeSeed] = {}
+        rows: list[int] = []
+        for nd in ssn.nodes:
+            tasks = list(nd.tasks.values())
+            pods = list(map(_POD, tasks))
+            here = self._index.get(nd.name)
+            untouched = not any(map(getattr, tasks, repeat("_touched"), repeat(True)))
+            hit = kept.get(nd.name)
+            if untouched and hit is not None and hit.holds(here, pods):
+                self._take_seed(hit, rows)
+                seeds[nd.name] = hit
+                continue
+            # kept for the next session only if every task was as made and counts on this node's row
+            seed = self._seed_node(tasks, here, memo, rows, _NodeSeed(here, pods) if untouched else None)
+            if seed is not None:
+                seeds[nd.name] = seed
         carried = carried.moved(seeds)
+        carried.totals = self._totals(ssn, seeds)
         self._tallies = carried.tallies
         ssn.memo.set_value(_NODES_KEY, carried)
         self._count(rows)
+
+    def _totals(self, ssn: Session, seeds: dict[str, _NodeSeed]) -> _Totals | None:
+        """The totals of ``seeds`` for the next session (None without a change log to follow)."""
+        snap = ssn.snapshot
+        if snap.changes is None or snap.pod_by_key is None:
+            return None
+        placed: dict[str, Placed] = {}
+        affinity: dict[str, Placed] = {}
+        host_ports: dict[str, Placed] = {}
+        where: dict[str, str] = {}
+        count = np.zeros(self.n, dtype=np.int64)
+        for name, seed in seeds.items():
+            placed.update(seed.placed)
+            affinity.update(seed.with_affinity)
+            host_ports.update(seed.with_host_ports)
+            where.update((p.pod.key, name) for _, p in seed.placed)
+            if seed.rows:
+                count[seed.rows[0]] += len(seed.rows)
+        names = [nd.name for nd in ssn.nodes]
+        return _Totals(names, snap.changes, snap.generation, placed, affinity, host_ports, count, where,
+                       frozenset(names) - seeds.keys())
+
+    def _seed_moved(self, ssn: Session, carried: _Carried, moved: set[str], memo: IdentityMemo[Any]) -> bool:
+        """The carried totals with the ``moved`` nodes' seeds made anew; False, with nothing placed, when one of
+        them cannot keep a seed (a task counting on another node's row)."""
+        totals = carried.totals
+        assert totals is not None
+        self._placed = dict(totals.placed)
+        self.with_affinity = dict(totals.with_affinity)
+        self.with_host_ports = dict(totals.with_host_ports)
+        count = totals.pod_count.copy()
+        seeds = dict(carried.seeds)
+        where = dict(totals.where)
+        for name in moved:
+            old = seeds.pop(name, None)
+            if old is not None:
+                self._forget(old, where)
+                if old.rows:
+                    count[old.rows[0]] -= len(old.rows)
+        rows: list[int] = []
+        for name in moved:
+            nd = ssn.node_by_name.get(name)
+            if nd is None:
+                continue
+            tasks = list(nd.tasks.values())
+            here = self._index.get(name)
+            seed = self._seed_node(tasks, here, memo, rows, _NodeSeed(here, list(map(_POD, tasks))))
+            if seed is None:
+                self._clear()
+                return False
+            seeds[name] = seed
+            where.update((p.pod.key, name) for _, p in seed.placed)
+        if rows:
+            count += np.bincount(np.asarray(rows, dtype=np.int64), minlength=self.n)
+        out = carried.moved(seeds, moved)
+        out.totals = _Totals(totals.names, totals.log, ssn.snapshot.generation, dict(self._placed),
+                             dict(self.with_affinity), dict(self.with_host_ports), count, where, frozenset())
+        self._tallies = out.tallies
+        ssn.memo.set_value(_NODES_KEY, out)
+        self.pod_count = count.copy()
+        return True
+
+    def _forget(self, seed: _NodeSeed, where: dict[str, str]) -> None:
+        """Takes a carried seed's pods out of what the index starts from."""
+        for uid, p in seed.placed:
+            del self._placed[uid]
+            where.pop(p.pod.key, None)
+        for uid, _ in seed.with_affinity:
+            del self.with_affinity[uid]
+        for uid, _ in seed.with_host_ports:
+            del self.with_host_ports[uid]
+
+    def _clear(self) -> None:
+        """Nothing placed, as before seeding."""
+        self._placed, self.with_affinity, self.with_host_ports = {}, {}, {}
+        self._loose = []
+        self.pod_count = np.zeros(self.n, dtype=np.int64)
 
     def _take_seed(self, seed: _NodeSeed, rows: list[int]) -> None:
         """Adds what a node's tasks gave the previous session, as a whole; :class:`_SameUid` when one of its uids
@@ -568,6 +702,16 @@ def parse_default_constraints(raw: Any, defaulting_type: Any, where: str) -> tup
     return tuple(out), False
 
 
+def _domain_ids(labels: Sequence[Mapping[str, str]], key: str) -> tuple[IntArray, int]:
+    ids: dict[str, int] = {}
+    arr = np.full(len(labels), -1, dtype=np.int64)
+    for i, lb in enumerate(labels):
+        if key in lb:
+            arr[i] = ids.setdefault(lb[key], len(ids))
+    arr.flags.writeable = False
+    return arr, len(ids)
+
+
 def _round_half_up(x: npt.NDArray[np.float64]) -> IntArray:
     """math.Round on non-negative values."""
     return np.floor(x + 0.5).astype(np.int64)
@@ -594,17 +738,15 @@ class SpreadCheck:
     # -- helpers --
 
     def domains(self, key: str) -> tuple[IntArray, int]:
+        """Per node row the id of its domain of ``key`` (-1 without the key, ids in row order), and how many
+        domains there are; kept from session to session while the node objects are the same, in the same order."""
         hit = self._domains.get(key)
         if hit is None:
-            ids: dict[str, int] = {}
-            arr = np.full(len(self.labels), -1, dtype=np.int64)
-            for i, lb in enumerate(self.labels):
-                if key in lb:
-                    arr[i] = ids.setdefault(lb[key], len(ids))
-            hit = (arr, len(ids))
+            hit = self.ssn.memo.for_objects(("spread.domains", key), self.ssn.node_views(),
+                                            lambda: _domain_ids(self.labels, key))
             self._domains[key] = hit
-            self._present[key] = arr >= 0
-            self._one_per_node[key] = len(ids) == len(arr)  # ids are given in row order: 0, 1, 2, ...
+            self._present[key] = hit[0] >= 0
+            self._one_per_node[key] = hit[1] == len(hit[0])  # ids are given in row order: 0, 1, 2, ...
         return hit
 
     def constraints(self, task: TaskInfo) -> tuple[list[Constraint], bool]:

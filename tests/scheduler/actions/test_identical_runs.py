@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from common.clock import FakeClock, to_rfc3339
 from scheduler.actions.allocate import Allocate
 from scheduler.conf import DEFAULT_CONF_YAML
 from scheduler.framework.api import NodeInfo, TaskInfo
+from scheduler.framework.evaluate import evaluate_nodes, score_nodes
 from scheduler.framework.plugin import actions
 from scheduler.framework.runs import IdenticalRun
 from scheduler.framework.session import Session
@@ -129,3 +131,32 @@ def test_a_run_of_replicas_spreads_over_alike_nodes_as_alone(monkeypatch: pytest
     assert binds == alone_binds
     assert len(answered) == 11
     assert len({n for _, n in binds}) == 6
+
+
+@settings(max_examples=80, deadline=None)
+@given(objects=clusters(), conf_text=st.sampled_from([DEFAULT_CONF_YAML, LOADAWARE_CONF]))
+def test_a_runs_view_equals_every_node_evaluated_afresh(objects: list[dict[str, Any]], conf_text: str) -> None:
+    """Whenever a run answers, what it keeps of every node — feasible, fits idle and future idle, both feasible and
+    fitting idle, their counts, the total score of every feasible node — is what evaluating the pod now gives."""
+    pick = IdenticalRun.pick
+
+    def checking(run: IdenticalRun, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
+        got = pick(run, task)
+        kept = run._kept
+        if got is None or kept is None:
+            return got
+        ssn = run.ssn
+        ev = evaluate_nodes(ssn, task, mode="allocate")
+        total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        now = ev.feasible & ev.fits_idle
+        assert kept.feasible.tolist() == ev.feasible.tolist()
+        assert kept.fits_idle.tolist() == ev.fits_idle.tolist()
+        assert kept.fits_future.tolist() == ev.fits_future.tolist()
+        assert kept.now.tolist() == now.tolist()
+        assert (kept.feasible_count, kept.now_count) == (int(ev.feasible.sum()), int(now.sum()))
+        assert kept.total[ev.feasible].tolist() == total[ev.feasible].tolist()
+        return got
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(IdenticalRun, "pick", checking)
+        _run(objects, conf_text, identical_runs=True)

@@ -1,5 +1,6 @@
 """Tasks and groups of one made with their slots set directly (``TaskInfo.filled``, ``JobInfo.single``) are what
-the dataclasses' constructors and ``add_task`` make, and renewing one in place notes it as setting a field does."""
+the dataclasses' constructors and ``add_task`` make, and renewing one in place notes it as setting a field does;
+moving tasks between statuses keeps a job's counts what adding its tasks afresh gives."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from common.objects import PodView
 from common.resources import Resources
@@ -55,6 +58,7 @@ def test_a_group_of_one_is_what_the_constructor_and_add_task_make(status: TaskSt
     assert _fields(made, JobInfo) == _fields(want, JobInfo)
     assert not is_untouched(made)
     old = JobInfo.single("x/y", "y", "x", "r", 1, 1.0, TaskInfo(*_values(TaskStatus.RUNNING, True)))
+    assert isinstance(old, SingleJob)
     old.min_task_member, old.job_fit_error, old.unschedulable = {"r": 1}, "e", True
     watch: list[Any] = []
     untouch(old, watch)
@@ -69,3 +73,34 @@ def test_a_new_task_or_job_finds_its_touched_flag_set() -> None:
     job = SingleJob("u", "n", "ns", "q", 0, 1, {}, Resources(), None, "Pending", 0.0)
     for obj in (task, job, TaskInfo.filled(_values(TaskStatus.PENDING, False))):
         assert object.__getattribute__(obj, "_touched") is True
+
+
+_MOVES = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(list(TaskStatus))), max_size=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(TaskStatus)), st.booleans(), st.integers(0, 3)), min_size=1,
+                max_size=4), _MOVES)
+def test_moving_tasks_keeps_what_a_job_made_from_them_holds(made: list[tuple[TaskStatus, bool, int]],
+                                                             moves: list[tuple[int, TaskStatus]]) -> None:
+    """After any sequence of status moves, a job's counts, allocated total and index are those of a job the tasks
+    are added to afresh, and the job noted the change."""
+    tasks = []
+    for i, (status, best_effort, cpu) in enumerate(made):
+        values = list(_values(status, best_effort))
+        values[0], values[3] = f"t{i}", Resources({"cpu": cpu})
+        tasks.append(TaskInfo.filled(tuple(values)))
+    job = SingleJob("default/p", "p", "default", "q", 7, 1, {}, Resources(), None, "Pending", 5.0)
+    job.add_tasks(tasks)
+    watch: list[Any] = []
+    untouch(job, watch)
+    for k, status in moves:
+        job.update_task_status(tasks[k % len(tasks)], status)
+    fresh = SingleJob("default/p", "p", "default", "q", 7, 1, {}, Resources(), None, "Pending", 5.0)
+    fresh.add_tasks(tasks)
+    got, want = _fields(job, JobInfo), _fields(fresh, JobInfo)
+    got["_moved"] = want["_moved"] = False
+    got["index"] = {s: set(b) for s, b in got["index"].items()}
+    want["index"] = {s: set(b) for s, b in want["index"].items()}
+    assert got == want
+    assert watch == ([job] if moves else [])

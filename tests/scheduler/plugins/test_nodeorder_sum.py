@@ -1,5 +1,6 @@
 """nodeorder's sum skips scorers that add nothing for a pod (no preferred node affinity, no untolerated
-PreferNoSchedule taint, no node reporting an image): it must equal the weighted sum of every scorer's scores, on
+PreferNoSchedule taint, no node reporting an image, no pod affinity terms on the pod or on pods placed): it must
+equal the weighted sum of every scorer's scores, on
 every node, whichever nodes are being scored."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ TOLERATIONS = [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exi
                {"operator": "Exists"}]
 PREFERRED = {"preferredDuringSchedulingIgnoredDuringExecution": [
     {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}]}
+POD_ANTI = {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 50, "podAffinityTerm": {"topologyKey": "zone", "labelSelector": {"matchLabels": {"app": "a"}}}}]}
 WEIGHTS = {"leastrequested.weight": 1, "balancedresource.weight": 2, "nodeaffinity.weight": 2,
            "tainttoleration.weight": 3, "imagelocality.weight": 1, "podaffinity.weight": 2,
            "podtopologyspread.weight": 2}
@@ -30,14 +33,23 @@ WEIGHTS = {"leastrequested.weight": 1, "balancedresource.weight": 2, "nodeaffini
 @given(node_taints=st.lists(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"]),
                             min_size=2, max_size=6),
        tolerations=st.lists(st.sampled_from(TOLERATIONS), max_size=2), preferred=st.booleans(),
-       plugin_weight=st.sampled_from([1, 2]), data=st.data())
+       plugin_weight=st.sampled_from([1, 2]), own_terms=st.booleans(), placed_terms=st.booleans(), data=st.data())
 def test_sum_equals_every_weighted_scorer(node_taints: list[list[dict[str, str]]], tolerations: list[dict[str, Any]],
-                                          preferred: bool, plugin_weight: int, data: st.DataObject) -> None:
+                                          preferred: bool, plugin_weight: int, own_terms: bool, placed_terms: bool,
+                                          data: st.DataObject) -> None:
     nodes = [node(f"n{i}", labels={"zone": f"z{i % 2}"}, taints=t) for i, t in enumerate(node_taints)]
     spec: dict[str, Any] = {"tolerations": tolerations}
+    affinity: dict[str, Any] = {}
     if preferred:
-        spec["affinity"] = {"nodeAffinity": PREFERRED}
-    ssn, _ = session([*nodes, pod("p", extra_spec=spec)], conf(("nodeorder", WEIGHTS, plugin_weight)))
+        affinity["nodeAffinity"] = PREFERRED
+    if own_terms:
+        affinity["podAntiAffinity"] = POD_ANTI
+    if affinity:
+        spec["affinity"] = affinity
+    placed = [pod("q", node_name="n0", labels={"app": "a"},
+                  extra_spec={"affinity": {"podAffinity": POD_ANTI}} if placed_terms else None)]
+    ssn, _ = session([*nodes, *placed, pod("p", labels={"app": "a"}, extra_spec=spec)],
+                     conf(("nodeorder", WEIGHTS, plugin_weight)))
     task = ssn.tasks["uid-default-p"]
     score = dict(ssn.enabled("vector_score"))["nodeorder"]
     plugin = ssn.plugins["nodeorder"]

@@ -12,13 +12,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from common.objects import PodView
+from common.clock import FakeClock
+from common.objects import NodeView, PodView
 from scheduler.framework.api import TaskInfo, TaskStatus
+from scheduler.framework.memo import SessionMemo
 from scheduler.framework.session import Session
+from scheduler.framework.snapshot import Snapshot
 from scheduler.framework.status import Code
 from scheduler.plugins.podtopologyspread import HOSTNAME, SYSTEM_DEFAULT_CONSTRAINTS, Constraint, PodIndex, SpreadCheck
 from scheduler.predicates.spread import MISSING_LABEL_REASON, SKEW_REASON
-from tests.scheduler.factories import node, pod, session
+from tests.scheduler.factories import T0, RecordingSink, node, pod, session
+from tests.scheduler.factories import conf as parse
 
 from .helpers import conf
 
@@ -161,3 +165,32 @@ def test_filter_and_score_equal_a_walk_over_the_placed_pods(seed: int) -> None:
             ssn.score_mask = np.array(mask, dtype=np.bool_)
             assert check.score(task).tolist() == walk.score(task.pod, cons, system, mask), (step, task.key)
             ssn.score_mask = None
+
+
+def test_domain_ids_kept_between_sessions_follow_the_nodes() -> None:
+    """Domain ids kept from one session to the next are those of the session's own nodes as nodes come, go and
+    change labels."""
+    rng = random.Random(5)
+    memo = SessionMemo()
+    parsed = parse(conf("podtopologyspread"))
+    nodes: dict[str, NodeView] = {}
+    for k in range(20):
+        for _ in range(rng.randrange(0, 4)):
+            name = f"n{rng.randrange(8)}"
+            if name in nodes and rng.random() < 0.3:
+                del nodes[name]
+            else:
+                labels = {ZONE: rng.choice("xyz")} if rng.random() < 0.8 else {}
+                nodes[name] = NodeView.parse(node(name, labels=labels))
+        snap = Snapshot.build(list(nodes.values()), [])
+        ssn = Session(snap, parsed, clock=FakeClock(T0 + 60), sink=RecordingSink(), memo=memo, renew=True)
+        check = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True)
+        for key in (ZONE, HOSTNAME):
+            ids, ndom = check.domains(key)
+            values: dict[str, int] = {}
+            want = [values.setdefault(nd.view.labels[key], len(values)) if key in nd.view.labels else -1
+                    for nd in ssn.nodes]
+            assert (ids.tolist(), ndom) == (want, len(values)), (k, key)
+        ssn.close()
+        memo.release(ssn)
+        memo.rotate()

@@ -1,0 +1,136 @@
+"""The pod index a session opens from the carried totals and the cache's change log equals one seeded from scratch:
+random sequences of pods (with pod affinity, host ports, labels, terminating, finished), bindings, nodes and
+PodGroups coming and going, and sessions, replayed against the memory cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from common.clock import FakeClock
+from common.cluster.memory import MemoryCluster
+from common.selectors import LabelSelector
+from scheduler.conf import default_conf
+from scheduler.engine import Scheduler
+from scheduler.framework.session import Session
+from scheduler.plugins.podtopologyspread import Matcher, PodIndex
+from tests.scheduler.factories import T0, RecordingSink, node, pod, podgroup
+
+NODES = [f"n{i}" for i in range(4)]
+PODS = [f"p{j}" for j in range(5)]
+MATCHERS: list[Matcher] = [((frozenset({"default"}), LabelSelector.parse({"matchLabels": {"app": app}})),)
+                           for app in ("web", "db")]
+ANTI = {"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+    {"weight": 5, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                      "labelSelector": {"matchLabels": {"app": "web"}}}}]}}}
+
+_event = st.one_of(
+    st.tuples(st.just("pod"), st.sampled_from(PODS), st.sampled_from(["", *NODES]), st.sampled_from(["web", "db"]),
+              st.sampled_from(["plain", "anti", "port", "deleting", "grouped"])),
+    st.tuples(st.just("bind"), st.sampled_from(PODS), st.sampled_from(NODES)),
+    st.tuples(st.just("label"), st.sampled_from(PODS), st.sampled_from(["web", "db"])),
+    st.tuples(st.just("finish"), st.sampled_from(PODS)),
+    st.tuples(st.just("delete pod"), st.sampled_from(PODS)),
+    st.tuples(st.just("node"), st.sampled_from(NODES)),
+    st.tuples(st.just("delete node"), st.sampled_from(NODES)),
+    st.tuples(st.just("podgroup"), st.sampled_from(["g0"])),
+    st.tuples(st.just("session")),
+)
+
+
+_made = iter(range(1 << 30))
+
+
+def _pod(name: str, on: str, app: str, kind: str) -> dict[str, Any]:
+    """A new pod object (a uid of its own: one made again under the same name is another pod)."""
+    extra: dict[str, Any] = {}
+    if kind == "anti":
+        extra = ANTI
+    elif kind == "port":
+        extra = {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80, "hostPort": 8080}],
+                                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+    obj = pod(name, cpu="100m", memory="64Mi", node_name=on, labels={"app": app}, extra_spec=extra,
+              group="g0" if kind == "grouped" else "")
+    obj["metadata"]["uid"] = f"uid-{name}-{next(_made)}"
+    if kind == "deleting":
+        obj["metadata"]["deletionTimestamp"] = "2023-11-14T00:00:00Z"
+    return obj
+
+
+def _try(fn: Any, *args: Any, **kwargs: Any) -> None:
+    try:
+        fn(*args, **kwargs)
+    except Exception:
+        return
+
+
+def _apply(event: tuple[Any, ...], cluster: MemoryCluster, sched: Scheduler) -> None:
+    kind = event[0]
+    if kind == "pod":
+        _try(cluster.delete, "Pod", event[1], namespace="default")
+        cluster.create("Pod", _pod(*event[1:]))
+    elif kind == "bind":
+        _try(cluster.bind, "default", event[1], event[2])
+    elif kind == "label":
+        _try(cluster.patch, "Pod", event[1], {"metadata": {"labels": {"app": event[2]}}}, namespace="default")
+    elif kind == "finish":
+        _try(cluster.patch_status, "Pod", event[1], {"status": {"phase": "Succeeded"}}, namespace="default")
+    elif kind == "delete pod":
+        _try(cluster.delete, "Pod", event[1], namespace="default")
+    elif kind == "node":
+        _try(cluster.delete, "Node", event[1])
+        cluster.create("Node", node(event[1], cpu="8"))
+    elif kind == "delete node":
+        _try(cluster.delete, "Node", event[1])
+    elif kind == "podgroup":
+        _try(cluster.delete, "PodGroup", event[1], namespace="default")
+        cluster.create("PodGroup", podgroup(event[1], 1, phase="Pending"))
+    else:
+        sched.run_once()
+
+
+def _state(ssn: Session) -> tuple[Any, ...]:
+    index = PodIndex.of(ssn)
+    placed = sorted((uid, p.node, p.terminating, id(p.pod)) for uid, p in index._placed.items())
+    counts = [index.counts(m, include_terminating=t).tolist() for m in MATCHERS for t in (False, True)]
+    return (index.pod_count.tolist(), placed, sorted(index.with_affinity), sorted(index.with_host_ports), counts)
+
+
+def _check(cluster: MemoryCluster, clock: FakeClock, sched: Scheduler, event: tuple[Any, ...]) -> None:
+    kept = sched.open_session(renew=True)
+    try:
+        got = _state(kept)
+    finally:
+        sched.memo.release(kept)
+        kept.release()
+    fresh = Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink())
+    assert got == _state(fresh), event
+
+
+def _started() -> tuple[MemoryCluster, FakeClock, Scheduler]:
+    clock = FakeClock(T0 + 60)
+    cluster = MemoryCluster(clock=clock)
+    cluster.load([node(n, cpu="8") for n in NODES])
+    sched = Scheduler(cluster, default_conf(), clock=clock)
+    sched.start()
+    sched.run_once()
+    return cluster, clock, sched
+
+
+def test_a_deleted_pod_leaves_the_node_it_was_seeded_on() -> None:
+    cluster, clock, sched = _started()
+    for event in [("pod", "p1", "n0", "web", "anti"), ("session",), ("delete pod", "p1"),
+                  ("pod", "p1", "n1", "web", "port"), ("pod", "p1", "n2", "db", "plain")]:
+        _apply(event, cluster, sched)
+        _check(cluster, clock, sched, event)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_event, min_size=1, max_size=20))
+def test_index_from_the_carried_totals_equals_one_seeded_from_scratch(events: list[tuple[Any, ...]]) -> None:
+    cluster, clock, sched = _started()
+    for event in events:
+        _apply(event, cluster, sched)
+        _check(cluster, clock, sched, event)
