@@ -380,9 +380,9 @@ class UsageStore:
             history.extend(t, samples)
         # Pods that went away: their series age out once older than the window (checked once per window).
         if t - self._last_prune >= self.pods.retention_seconds:
-            self.pods.prune(t - self.pods.retention_seconds)
+            if self.pods.prune(t - self.pods.retention_seconds):
+                self._pod_rings.clear()   # while no series went, the kept rings are all still the history's
             self._pod_names.clear()
-            self._pod_rings.clear()
             self._last_prune = t
 
     def node_memory_series(self) -> str:

@@ -381,16 +381,13 @@ def _min_max(raw: IntArray, mask: BoolArray) -> IntArray:
     every = int(np.count_nonzero(mask))
     if not every:
         return np.zeros(n, dtype=np.int64)
-    if every == n:
-        hi, lo = int(raw.max()), int(raw.min())
-    else:
-        hi = int(raw.max(where=mask, initial=np.iinfo(np.int64).min))
-        lo = int(raw.min(where=mask, initial=np.iinfo(np.int64).max))
+    among = raw if every == n else raw[mask]   # a copy is cheaper than reductions with where=
+    hi, lo = int(among.max()), int(among.min())
     if hi - lo <= 0:
         return np.zeros(n, dtype=np.int64)
     out: IntArray = (100.0 * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
     if every != n:
-        out[~mask] = 0
+        np.multiply(out, mask, out=out)
     return out
 
 

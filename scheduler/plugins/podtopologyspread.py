@@ -712,11 +712,6 @@ def _domain_ids(labels: Sequence[Mapping[str, str]], key: str) -> tuple[IntArray
     return arr, len(ids)
 
 
-def _round_half_up(x: npt.NDArray[np.float64]) -> IntArray:
-    """math.Round on non-negative values."""
-    return np.floor(x + 0.5).astype(np.int64)
-
-
 class SpreadCheck:
     """Per session: topology domain ids per key and the constraints' filter and score over :class:`PodIndex`."""
 
@@ -730,6 +725,8 @@ class SpreadCheck:
         self._domains: dict[str, tuple[IntArray, int]] = {}
         # per topology key: the nodes carrying it, and whether every node is a domain of its own (row order)
         self._present: dict[str, BoolArray] = {}
+        self._all_present: dict[str, bool] = {}
+        self._sizes: dict[str, tuple[int, int]] = {}
         self._one_per_node: dict[str, bool] = {}
         self._affinity = affinity
         self._taints = taints
@@ -746,6 +743,10 @@ class SpreadCheck:
                                             lambda: _domain_ids(self.labels, key))
             self._domains[key] = hit
             self._present[key] = hit[0] >= 0
+            self._all_present[key] = bool(self._present[key].all())
+            per_domain = np.bincount(hit[0][self._present[key]], minlength=hit[1])
+            # the nodes of the smallest domain, and all the nodes with the key
+            self._sizes[key] = (int(per_domain.min()) if hit[1] else 0, int(per_domain.sum()))
             self._one_per_node[key] = hit[1] == len(hit[0])  # ids are given in row order: 0, 1, 2, ...
         return hit
 
@@ -861,10 +862,25 @@ class SpreadCheck:
         scored = mask if has_all is None else mask & has_all
         raw: FloatArray | None = None
         for c in soft:
-            part = self._soft_raw(task.pod, c, scored, has_all)
-            raw = part if raw is None else raw + part
+            part = self._soft_raw(task.pod, c, scored, has_all)   # a new array: summed into in place
+            raw = part if raw is None else np.add(raw, part, out=raw)
         assert raw is not None
-        return _normalised(_round_half_up(raw), scored)
+        np.add(raw, 0.5, out=raw)   # math.Round of non-negative values: floor(x + 0.5)
+        return _normalised(np.floor(raw, out=raw).astype(np.int64), scored)
+
+    def _scored_domains(self, key: str, scored: BoolArray) -> int:
+        """How many domains of ``key`` hold a scored node: all of them when fewer nodes with the key go unscored
+        than the smallest domain has, else counted."""
+        ids, ndom = self.domains(key)
+        present = self._present[key]
+        if self._all_present[key]:
+            unscored = len(ids) - int(np.count_nonzero(scored))
+        else:
+            scored = scored & present
+            unscored = self._sizes[key][1] - int(np.count_nonzero(scored))
+        if unscored < self._sizes[key][0]:
+            return ndom
+        return int(np.count_nonzero(np.bincount(ids[scored], minlength=ndom)))
 
     def _soft_raw(self, pod: PodView, c: Constraint, scored: BoolArray, has_all: BoolArray | None) -> FloatArray:
         """One ScheduleAnyway constraint's raw score per node: the matching pods in the node's domain times
@@ -882,14 +898,14 @@ class SpreadCheck:
         elif one_per_node:
             size = int(np.count_nonzero(scored & present))
         else:
-            size = int(np.count_nonzero(np.bincount(ids[scored & present], minlength=ndom)))
+            size = self._scored_domains(key, scored)
         weight = math.log(size + 2)
         counting = self._counting(pod, c, present if has_all is None else has_all)
         per_node = self._per_node(pod, c)
         if one_per_node:  # each node its own domain (every node has the key): the domain count is the node's own
             in_domain = per_node if counting is None else np.where(counting, per_node, 0)
-            scaled: FloatArray = np.multiply(in_domain, weight, dtype=np.float64) + (c.spec.max_skew - 1)
-            return scaled
+            scaled: FloatArray = np.multiply(in_domain, weight, dtype=np.float64)
+            return np.add(scaled, c.spec.max_skew - 1, out=scaled)
         # with every node counting, every node has the key: no id is -1
         dom = np.bincount(ids, weights=per_node, minlength=ndom) if counting is None else \
             np.bincount(ids[counting], weights=per_node[counting], minlength=ndom)
@@ -905,16 +921,13 @@ def _normalised(scores: IntArray, scored: BoolArray) -> IntArray:
     every = int(np.count_nonzero(scored))
     if not every:
         return np.zeros(n, dtype=np.int64)
-    if every == n:
-        hi, lo = int(scores.max()), int(scores.min())
-    else:
-        hi = int(scores.max(where=scored, initial=np.iinfo(np.int64).min))
-        lo = int(scores.min(where=scored, initial=np.iinfo(np.int64).max))
+    among = scores if every == n else scores[scored]   # a copy is cheaper than reductions with where=
+    hi, lo = int(among.max()), int(among.min())
     if hi == 0:
         return scored.astype(np.int64) * 100
     out: IntArray = 100 * (hi + lo - scores) // hi
     if every != n:
-        out[~scored] = 0
+        np.multiply(out, scored, out=out)
     return out
 
 
