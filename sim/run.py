@@ -356,7 +356,8 @@ class Simulation:
                 duration = p.spec.duration or 0.0
                 stretch = (ends[p.index] - p.started) / duration if duration > 0 else 1.0
                 self.counters.stretch.setdefault(p.spec.kind.value, []).append(stretch)
-            self.cluster.patch_status("Pod", p.name, {"status": {"phase": "Succeeded"}}, namespace=p.spec.namespace)
+            # a fresh status handed over; the stored version it returns is not needed (no copy made)
+            self.cluster.write_status("Pod", p.name, {"phase": "Succeeded"}, namespace=p.spec.namespace)
             self.cluster.delete("Pod", p.name, namespace=p.spec.namespace)
             self._forget(p)
             if p.spec.group:
