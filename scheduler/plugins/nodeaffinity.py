@@ -175,10 +175,7 @@ class AffinityCheck:
         self.labels = [v.labels for v in views]
         self.names = [v.name for v in views]
         self._views = views
-        # the grouping only changes with the node objects: later sessions over the same nodes reuse it
-        self._groups = ssn.memo.for_objects(
-            "node-label-groups", views,
-            lambda: label_groups(self.labels, self.names, sorted_labels=ssn.memo.table("node-labels-sorted")))
+        self._by_label_set: NodeGroups[LabelSig] | None = None
         self._by_name: NodeGroups[LabelSig] | None = None
         n = len(views)
         answers = _ANSWERS.get(ssn)
@@ -194,6 +191,17 @@ class AffinityCheck:
                 self.added_mask = affinity_filter({}, wrapped, self._groups_for(wrapped))
             if added.get(_PREFERRED):
                 self.added_preferred = self._preferred_raw(wrapped)
+
+    @property
+    def _groups(self) -> NodeGroups[LabelSig]:
+        """The nodes grouped by whole label set, made when first needed (a pod's own answers group the nodes by
+        the keys it reads): the grouping only changes with the node objects, so later sessions over the same
+        nodes reuse it."""
+        if self._by_label_set is None:
+            self._by_label_set = self.ssn.memo.for_objects(
+                "node-label-groups", self._views,
+                lambda: label_groups(self.labels, self.names, sorted_labels=self.ssn.memo.table("node-labels-sorted")))
+        return self._by_label_set
 
     def _groups_for(self, affinity: Mapping[str, Any]) -> NodeGroups[LabelSig]:
         if not uses_match_fields(affinity):

@@ -731,6 +731,7 @@ class SpreadCheck:
         self._affinity = affinity
         self._taints = taints
         self._constraints: dict[str, tuple[list[Constraint], bool]] = {}
+        self._by_signature: dict[tuple[str, frozenset[tuple[str, str]]], tuple[list[Constraint], bool]] = {}
 
     # -- helpers --
 
@@ -766,6 +767,15 @@ class SpreadCheck:
         return hit
 
     def _parse_constraints(self, pod: PodView) -> tuple[list[Constraint], bool]:
+        """:meth:`_parse_pod`, kept for the session per spread constraints and labels, all it reads (replicas of a
+        workload share it; a malformed pod raises and keeps nothing, its error naming the pod)."""
+        key = (repr((pod.raw.get("spec") or {}).get("topologySpreadConstraints")), frozenset(pod.labels.items()))
+        hit = self._by_signature.get(key)
+        if hit is None:
+            hit = self._by_signature[key] = self._parse_pod(pod)
+        return hit
+
+    def _parse_pod(self, pod: PodView) -> tuple[list[Constraint], bool]:
         own = _pod_constraints(pod)
         if own:
             return own, False

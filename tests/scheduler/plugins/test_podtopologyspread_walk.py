@@ -194,3 +194,19 @@ def test_domain_ids_kept_between_sessions_follow_the_nodes() -> None:
         ssn.close()
         memo.release(ssn)
         memo.rotate()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_constraints_kept_per_signature_equal_each_pods_own_parse(seed: int) -> None:
+    """Pods sharing spread constraints and labels share one parse; each pod's equals its own parse."""
+    rng = random.Random(seed)
+    objs = _objects(rng)
+    for p in objs:
+        if p["kind"] == "Pod" and rng.random() < 0.3:  # matchLabelKeys: the pod's own value joins the selector
+            p["metadata"]["labels"]["rev"] = rng.choice("12")
+            p["spec"]["topologySpreadConstraints"] = [{**_random_constraint(rng), "matchLabelKeys": ["rev"]}]
+    ssn = session(objs, conf("podtopologyspread"))[0]
+    check = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True)
+    fresh = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True)
+    for task in ssn.tasks.values():
+        assert check.constraints(task) == fresh._parse_pod(task.pod), task.key
