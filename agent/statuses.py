@@ -77,9 +77,9 @@ def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | 
     truncated = np.trunc(np.where(usual[:, None], scaled, 0.0)).astype(np.int64)
     usual &= (truncated[:, 0] % 1000 != 0) & (truncated[:, 1] % 1024 != 0)
     usual &= np.all(np.abs(truncated) <= MAX_QUANTITY, axis=1)
-    out: list[Reported | None] = [None] * len(present)
-    for i, (millis, n) in enumerate(truncated.tolist()):
-        out[i] = ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n})
+    out: list[Reported | None] = [
+        ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n}) for millis, n in truncated.tolist()
+    ]
     others = np.flatnonzero(~usual).tolist()
     if others:   # rare: each through the scalar function (both windows empty: None)
         has = present.tolist()

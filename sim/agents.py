@@ -84,15 +84,20 @@ class SimAgents:
     ) -> None:
         """One collect tick of node ``node``: node usage and ``(uid, cpu millicores, memory bytes)`` per pod (UIDs
         unique, as the running pods are)."""
+        self.record_cores(t, node, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods])
+
+    def record_cores(
+        self, t: float, node: int, cpu_cores: float, memory_bytes: float, pods: Sequence[tuple[str, float, float]]
+    ) -> None:
+        """:meth:`record` with the CPU already in cores (``pods``: ``(uid, cpu cores, memory bytes)``), for a caller
+        that converts every value at once."""
         waiting = self._deferred.get(node)
         if waiting is not None:
             if waiting.recorded_since:
                 self._build(node, self._deferred.pop(node))
             else:
                 waiting.recorded_since = True
-        self.stores[node].record_usage(
-            t, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods]
-        )
+        self.stores[node].record_usage(t, cpu_cores, memory_bytes, pods)
 
     def due(self, tick: int) -> tuple[list[int], list[int]]:
         """Nodes whose agent reports during tick number ``tick``: those that report before the tick's scheduling

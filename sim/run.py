@@ -411,9 +411,9 @@ class Simulation:
             {"type": c, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
             for c in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
         ]
-        obj = self.cluster.patch_status(
-            "Pod", p.name, {"status": {"phase": "Running", "startTime": now, "conditions": conditions}},
-            namespace=p.spec.namespace,
+        # A fresh status handed over, and the stored version kept as it is: the simulator only reads it.
+        obj = self.cluster.write_status(
+            "Pod", p.name, {"phase": "Running", "startTime": now, "conditions": conditions}, namespace=p.spec.namespace
         )
         p.update(obj)
 
@@ -579,7 +579,7 @@ class Simulation:
             self._account(t, usage, rec)
             pods_on = self._pods_by_node(usage)
         with phases("agent-record"):
-            self._record_agents(now, usage, pods_on)
+            self._record_agents(now, usage)
         with phases("agent-report"):
             report_after = self._report_agents(k, now, pods_on)
         with phases("waterline"):
@@ -611,11 +611,20 @@ class Simulation:
                 pods_on[p.node].append((p, c, m))
         return pods_on
 
-    def _record_agents(self, now: float, u: TickUsage, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> None:
-        if self.agents is None:
+    def _record_agents(self, now: float, u: TickUsage) -> None:
+        """Every node's and running pod's usage into its node's agent; CPU converted to cores in one NumPy call (the
+        same divisions, one per value, as the agent's own conversion)."""
+        agents = self.agents
+        if agents is None:
             return
-        for i, pods in enumerate(pods_on):
-            self.agents.record(now, i, float(u.node_cpu[i]), float(u.node_mem[i]), [(p.uid, c, m) for p, c, m in pods])
+        cores = (np.asarray(u.served, dtype=np.float64) / 1000.0).tolist()
+        samples: list[list[tuple[str, float, float]]] = [[] for _ in self.nodes]
+        for p, c, m in zip(u.running, cores, np.asarray(u.mem, dtype=np.float64).tolist(), strict=True):
+            samples[p.node].append((p.uid, c, m))
+        node_cores = (np.asarray(u.node_cpu, dtype=np.float64) / 1000.0).tolist()
+        node_mem = np.asarray(u.node_mem, dtype=np.float64).tolist()
+        for i, pods in enumerate(samples):
+            agents.record_cores(now, i, node_cores[i], node_mem[i], pods)
 
     def _report_agents(self, k: int, now: float, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> list[int]:
         """The agents whose report falls before this step's session report; returns those due after it."""

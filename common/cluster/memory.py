@@ -351,15 +351,17 @@ class MemoryCluster:
                 body["conditions"] = merge_conditions((cur.get("status") or {}).get("conditions"), conditions)
             return self._merge_status(kind, name, namespace, body, handed_over=False)
 
-    def write_status(self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None) -> None:
+    def write_status(
+        self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None
+    ) -> dict[str, Any]:
         """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.
 
         ``status`` is merged into the stored object without a copy, so the caller keeps no reference to it or
-        to anything in it (a freshly built status, as the simulator's agents write every report).  Nothing is
-        returned, so no copy is made for the caller either; the stored object and the events are exactly
-        those of :meth:`patch_status`.
+        to anything in it (a freshly built status, as the simulator's agents write every report).  The stored
+        version itself is returned, no copy made: the caller must not change it (as a shared informer's
+        handler must not).  The stored object and the events are exactly those of :meth:`patch_status`.
         """
-        self._merge_status(kind, name, namespace, status, handed_over=True)
+        return self._merge_status(kind, name, namespace, status, handed_over=True)
 
     def _merge_status(
         self, kind: str, name: str, namespace: str | None, status: Mapping[str, Any], *, handed_over: bool

@@ -140,3 +140,30 @@ def test_history_size_bounds_what_a_watch_can_replay() -> None:
         ("ADDED", "n4", "5"), ("MODIFIED", "n3", "6"), ("DELETED", "n4", "7")]
     with pytest.raises(ValueError, match="history"):
         MemoryCluster(history=0)
+
+
+def test_write_status_returns_the_stored_version_that_patch_status_copies() -> None:
+    """A pod's status handed over: the same stored object and events as ``patch_status``, the stored version itself
+    returned (no copy), and no later write changes it."""
+    def started(cluster: MemoryCluster, write: bool) -> tuple[Any, _Recorder]:
+        seen = _Recorder()
+        cluster.create("Node", _node("n1"))
+        pod = _pod("p1")
+        pod["metadata"]["uid"] = "uid-p1"
+        cluster.create("Pod", pod)
+        cluster.informer("Pod", seen, shared=True).start()
+        cluster.bind("ns", "p1", "n1")
+        status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastProbeTime": None}]}
+        if write:
+            return cluster.write_status("Pod", "p1", status, namespace="ns"), seen
+        return cluster.patch_status("Pod", "p1", {"status": status}, namespace="ns"), seen
+
+    handed, patched = MemoryCluster(clock=FakeClock()), MemoryCluster(clock=FakeClock())
+    (got, seen), (copied, seen_patched) = started(handed, True), started(patched, False)
+    assert got == copied == patched.get("Pod", "p1", namespace="ns")
+    assert got is handed._bucket("Pod")[("ns", "p1")] and copied is not patched._bucket("Pod")[("ns", "p1")]
+    assert [(e.type, e.object) for e in seen.events] == [(e.type, e.object) for e in seen_patched.events]
+    assert seen.events[-1].object is got
+    given = copy.deepcopy(got)
+    handed.patch_status("Pod", "p1", {"status": {"phase": "Succeeded"}}, namespace="ns")
+    assert got == given and seen.unchanged()

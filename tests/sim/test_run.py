@@ -320,6 +320,26 @@ def test_reports_nobody_reads_are_not_built_and_every_session_sees_the_same() ->
         [m["status"] for m in eager.cluster.list("NodeMetric").items]
 
 
+def test_recording_in_cores_is_recording_in_millicores() -> None:
+    """``record_cores`` with the CPU divided beforehand leaves the store and the report exactly as ``record``."""
+    nodes = [NodeSpec("n0", 4000, 8 * GiB)]
+    policy = agent.nodemetric.MetricCollectPolicy()
+    milli = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes, policy, tick_seconds=60)
+    cores = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes, policy, tick_seconds=60)
+    meta = agent.nodemetric.PodMeta("ns", "p", "uid-p", "koord-prod", "LS")
+    cpu = np.array([1000.0 + 333.3 * k for k in range(8)])
+    pod_cpu = cpu / 7.0
+    for k in range(8):
+        milli.record(60.0 * k, 0, float(cpu[k]), GiB + k, [("uid-p", float(pod_cpu[k]), GiB / 3)])
+    for k, (c, p) in enumerate(zip((cpu / 1000.0).tolist(), (pod_cpu / 1000.0).tolist(), strict=True)):
+        cores.record_cores(60.0 * k, 0, c, GiB + k, [("uid-p", p, GiB / 3)])
+    assert agent.nodemetric.build_nodemetric_status(milli.stores[0], 420.0, policy, [meta]) == \
+        agent.nodemetric.build_nodemetric_status(cores.stores[0], 420.0, policy, [meta])
+    for series in milli.stores[0].pod_series_names("uid-p"):
+        assert milli.stores[0].pods.values(series, 0.0, 420.0).tolist() == \
+            cores.stores[0].pods.values(series, 0.0, 420.0).tolist()
+
+
 def test_a_report_built_a_tick_late_is_the_one_built_on_time() -> None:
     nodes = [NodeSpec("n0", 4000, 8 * GiB)]
     policy = agent.nodemetric.MetricCollectPolicy()
