@@ -37,7 +37,8 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.predicates.failures import Failures
 from scheduler.predicates.podaffinity import AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON
 
-from .podtopologyspread import GroupKey, Matcher, Placed, PodIndex, SpreadCheck, group_key
+from .podindex import GroupKey, Matcher, Placed, PodIndex, group_key
+from .podtopologyspread import SpreadCheck
 
 __all__ = ["NAME", "Term", "PodTerms", "pod_terms", "parsed_terms", "ExistingTerms", "InterPodAffinityCheck",
            "InterPodAffinity"]
