@@ -211,9 +211,12 @@ class _Totals:
     unseeded: frozenset[str]
 
 
-# the kinds of change a session follows node by node from the carried totals (by the nodes the pods named were
-# and are on); any other (PodGroups, Queues, PriorityClasses: what makes tasks of pods) has it seed every node
-_FOLLOWED = frozenset({"Pod", "Node", "NodeMetric"})
+# the kinds of change a session follows from the carried totals: Pods by the nodes the pods named were and are on,
+# Nodes by the node names in order; the others cannot move what the index counts, which is, per node, the tasks
+# of the pods bound there with their uid, node and status, each what its pod says while the task is untouched
+# (PodGroups, Queues and PriorityClasses decide a task's job, queue and priority; NodeMetrics and
+# WaterlinePolicies, load).  A kind not named here has the session seed every node.
+_FOLLOWED = frozenset({"Pod", "Node", "NodeMetric", "PodGroup", "Queue", "PriorityClass", "WaterlinePolicy"})
 
 
 def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:

@@ -1,6 +1,7 @@
 """The pod index a session opens from the carried totals and the cache's change log equals one seeded from scratch:
-random sequences of pods (with pod affinity, host ports, labels, terminating, finished), bindings, nodes and
-PodGroups coming and going, and sessions, replayed against the memory cluster."""
+random sequences of pods (with pod affinity, host ports, labels, terminating, finished), bindings, nodes,
+PodGroups coming, going and changing status, Queues and PriorityClasses, and sessions, replayed against the memory
+cluster."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
 from scheduler.framework.session import Session
 from scheduler.plugins.podtopologyspread import Matcher, PodIndex
-from tests.scheduler.factories import T0, RecordingSink, node, pod, podgroup
+from tests.scheduler.factories import T0, RecordingSink, node, pod, podgroup, queue
 
 NODES = [f"n{i}" for i in range(4)]
 PODS = [f"p{j}" for j in range(5)]
@@ -36,6 +37,10 @@ _event = st.one_of(
     st.tuples(st.just("node"), st.sampled_from(NODES)),
     st.tuples(st.just("delete node"), st.sampled_from(NODES)),
     st.tuples(st.just("podgroup"), st.sampled_from(["g0"])),
+    st.tuples(st.just("podgroup phase"), st.sampled_from(["g0"]), st.sampled_from(["Inqueue", "Running"])),
+    st.tuples(st.just("delete podgroup"), st.sampled_from(["g0"])),
+    st.tuples(st.just("queue"), st.sampled_from([1, 3])),
+    st.tuples(st.just("priorityclass"), st.sampled_from([10, 1000])),
     st.tuples(st.just("session")),
 )
 
@@ -87,6 +92,17 @@ def _apply(event: tuple[Any, ...], cluster: MemoryCluster, sched: Scheduler) -> 
     elif kind == "podgroup":
         _try(cluster.delete, "PodGroup", event[1], namespace="default")
         cluster.create("PodGroup", podgroup(event[1], 1, phase="Pending"))
+    elif kind == "podgroup phase":
+        _try(cluster.patch_status, "PodGroup", event[1], {"status": {"phase": event[2]}}, namespace="default")
+    elif kind == "delete podgroup":
+        _try(cluster.delete, "PodGroup", event[1], namespace="default")
+    elif kind == "queue":
+        _try(cluster.delete, "Queue", "q1")
+        cluster.create("Queue", queue("q1", weight=event[1]))
+    elif kind == "priorityclass":
+        _try(cluster.delete, "PriorityClass", "high")
+        cluster.create("PriorityClass", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                         "metadata": {"name": "high"}, "value": event[1]})
     else:
         sched.run_once()
 
@@ -134,3 +150,29 @@ def test_index_from_the_carried_totals_equals_one_seeded_from_scratch(events: li
     for event in events:
         _apply(event, cluster, sched)
         _check(cluster, clock, sched, event)
+
+
+def test_podgroup_queue_and_priorityclass_changes_are_followed_without_a_full_seed(monkeypatch: Any) -> None:
+    cluster, clock, sched = _started()
+    for event in [("podgroup", "g0"), ("pod", "p0", "n0", "web", "grouped"), ("pod", "p1", "n1", "db", "anti"),
+                  ("session",)]:
+        _apply(event, cluster, sched)
+    _check(cluster, clock, sched, ("session",))
+
+    def refused(*_: Any) -> None:
+        raise AssertionError("every node seeded anew")
+
+    monkeypatch.setattr(PodIndex, "_seed_all", refused)
+    for event in [("podgroup phase", "g0", "Running"), ("queue", 3), ("priorityclass", 1000),
+                  ("delete podgroup", "g0")]:
+        _apply(event, cluster, sched)
+        kept = sched.open_session(renew=True)
+        try:
+            got = _state(kept)
+        finally:
+            sched.memo.release(kept)
+            kept.release()
+        monkeypatch.undo()
+        fresh = Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink())
+        assert got == _state(fresh), event
+        monkeypatch.setattr(PodIndex, "_seed_all", refused)
