@@ -33,6 +33,7 @@ ELASTIC_CPU_PREFIX = "gocrane.io/cpu"
 ELASTIC_MEMORY_PREFIX = "gocrane.io/memory"
 
 SortKey = Callable[[PodState], tuple[object, ...]]
+_NO_RATIO = Fraction(0)  # the elastic ratio of a pod without elastic resources: made once, not per pod and tick
 
 
 def _elastic(limits: Resources, prefix: str) -> int:
@@ -68,14 +69,14 @@ def _class(pod: PodState) -> tuple[int, int]:
 def cpu_sort_key(pod: PodState) -> tuple[object, ...]:
     """UseElasticCPU -> Priority -> QoSClass -> CPUUsage (higher first) -> ElasticCPU ratio -> RunningTime."""
     elastic = elastic_cpu(pod)
-    ratio = Fraction(pod.cpu_usage_milli, elastic) if elastic else Fraction(0)
+    ratio = Fraction(pod.cpu_usage_milli, elastic) if elastic else _NO_RATIO
     return (0 if elastic else 1, *_class(pod), -pod.cpu_usage_milli, ratio, *_running_time(pod))
 
 
 def memory_sort_key(pod: PodState) -> tuple[object, ...]:
     """UseElasticMem -> Priority -> QoSClass -> MemUsage (higher first) -> ElasticMem ratio -> RunningTime."""
     elastic = elastic_memory(pod)
-    ratio = Fraction(pod.memory_usage_bytes, elastic) if elastic else Fraction(0)
+    ratio = Fraction(pod.memory_usage_bytes, elastic) if elastic else _NO_RATIO
     return (0 if elastic else 1, *_class(pod), -pod.memory_usage_bytes, ratio, *_running_time(pod))
 
 

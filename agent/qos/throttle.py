@@ -4,7 +4,7 @@ Down: step from the current quota (or from usage when unlimited) by ``stepCPURat
 the CPU request, never below ``limit × minCPURatio / 100`` (docs/design/differences.md §3 B2) and never below
 the kernel's 1 ms minimum.  Up: step the quota back by the same percentage, capped at the CPU limit; a
 container without a limit goes back to unlimited once the step passes 60 cores (B4), or once it reaches
-the quota it had before we throttled it.  All arithmetic is exact (``Fraction`` millicores).
+the quota it had before we throttled it.  All arithmetic is exact: ``Fraction`` millicores in and out, integers on a common denominator inside.
 
 Settling (a product decision beyond crane, whose steps alone make a throttled burner oscillate): when the
 planner knows the node's distance to the waterline it passes each container its share of that distance,
@@ -41,6 +41,7 @@ SETTLE_TARGET = Fraction(95, 100)  # steps aim here, as a fraction of the waterl
 RESTORE_BELOW = Fraction(90, 100)  # no restore step while usage is at or above this fraction of the line
 BINDING = Fraction(90, 100)  # a quota the container uses this much of is what holds it back
 IDLE = Fraction(50, 100)  # a quota the container uses less than this much of no longer holds anything
+NOTHING = Fraction(0)  # what a step releases when it releases nothing
 ELASTIC_CPU = "gocrane.io/cpu"
 
 
@@ -62,12 +63,14 @@ def container_bounds(pod: PodState, container: ContainerState) -> tuple[int, int
     return request, limit
 
 
-def _quota_milli(quota_us: int, period_us: int) -> Fraction:
-    return Fraction(quota_us * 1000, period_us)
+def _to_quota(num: int, den: int, period_us: int) -> int:
+    """The quota for ``num / den >= 0`` millicores (``den > 0``), truncated as upstream writes it."""
+    return num * period_us // (den * 1000)
 
 
-def _to_quota(milli: Fraction, period_us: int) -> int:
-    return int(milli * period_us / 1000)  # trunc, as upstream writes it
+def _released(more_us_milli: int, period_us: int) -> Fraction:
+    """``max(0, more_us_milli / period_us)``: millicores released (or handed back) by a quota change."""
+    return Fraction(more_us_milli, period_us) if more_us_milli > 0 else NOTHING
 
 
 def step_down(
@@ -76,27 +79,29 @@ def step_down(
     """The next lower quota, or ``None`` when there is nothing to change (no usage sample, or no movement).
 
     ``share_milli``: the part of the node's distance to the settling target this container should release;
-    the step then stops at ``usage - share`` instead of going the whole ratio further down.
+    the step then stops at ``usage - share`` instead of going the whole ratio further down.  The new quota is
+    ``num / den`` millicores, exact on integers: this runs for every throttled container on every tick.
     """
     if not container.has_usage_sample or container.name in ("POD", ""):
         return None
-    usage = Fraction(container.cpu_usage_milli)
-    period = container.cpu_period_us
-    base = usage if container.unlimited else _quota_milli(container.cpu_quota_us, period)
-    new = base * (100 - step_ratio) / 100
+    usage, period, current = container.cpu_usage_milli, container.cpu_period_us, container.cpu_quota_us
+    if container.unlimited:
+        num, den = usage * (100 - step_ratio), 100
+    else:
+        num, den = current * 1000 * (100 - step_ratio), 100 * period
     if share_milli is not None:
-        new = max(new, usage - share_milli)
+        floor_num, floor_den = usage * share_milli.denominator - share_milli.numerator, share_milli.denominator
+        if floor_num * den > num * floor_den:
+            num, den = floor_num, floor_den
     request, limit = container_bounds(pod, container)
-    if request and new < request:
-        new = Fraction(request)
-    if limit and new < Fraction(limit * min_ratio, 100):
-        new = Fraction(limit * min_ratio, 100)
-    quota = max(_to_quota(new, period), MIN_QUOTA_US)
-    if not container.unlimited and (quota == container.cpu_quota_us or
-                                    (share_milli is not None and quota > container.cpu_quota_us)):
+    if request and num < request * den:
+        num, den = request, 1
+    if limit and num * 100 < limit * min_ratio * den:
+        num, den = limit * min_ratio, 100
+    quota = max(_to_quota(num, den, period), MIN_QUOTA_US)
+    if not container.unlimited and (quota == current or (share_milli is not None and quota > current)):
         return None  # a settling step never raises a quota on the way down
-    written = _quota_milli(quota, period)
-    return Step(quota, period, max(Fraction(0), usage - written))
+    return Step(quota, period, _released(usage * period - quota * 1000, period))
 
 
 def step_up(
@@ -111,35 +116,35 @@ def step_up(
 
     ``original_quota_us`` is the quota the container had before the engine first throttled it (when the
     engine remembers it): the step never goes past it, and an originally unlimited container is lifted
-    back to unlimited once the step covers the whole node.
+    back to unlimited once the step covers the whole node.  Exact on integers, as ``step_down``.
     """
     if container.unlimited or container.name in ("POD", ""):
         return None
-    period = container.cpu_period_us
-    current = _quota_milli(container.cpu_quota_us, period)
-    new = current * (100 + step_ratio) / 100
+    period, current = container.cpu_period_us, container.cpu_quota_us
+    num, den = current * 1000 * (100 + step_ratio), 100 * period
     _, limit = container_bounds(pod, container)
     elastic = container.limits[ELASTIC_CPU] or container.requests[ELASTIC_CPU]
     lift = False
     if limit:
-        new = min(new, Fraction(limit))
+        if limit * den < num:
+            num, den = limit, 1
     elif elastic:
-        new = Fraction(elastic * 1000)
-    elif new > UNLIMITED_ABOVE_MILLI:
+        num, den = elastic * 1000, 1
+    elif num > UNLIMITED_ABOVE_MILLI * den:
         lift = True
     if original_quota_us is not None:
-        if original_quota_us > 0 and original_quota_us >= container.cpu_quota_us:
-            new = min(new, _quota_milli(original_quota_us, period))
+        if original_quota_us > 0 and original_quota_us >= current:
+            if original_quota_us * 1000 * den < num * period:
+                num, den = original_quota_us * 1000, period
             lift = False
-        elif original_quota_us <= 0 and node_capacity_milli and new >= node_capacity_milli:
+        elif original_quota_us <= 0 and node_capacity_milli and num >= node_capacity_milli * den:
             lift = True
-    usage = Fraction(container.cpu_usage_milli)
     if lift:
-        return Step(-1, period, Fraction(0))
-    quota = max(_to_quota(new, period), MIN_QUOTA_US)
-    if quota == container.cpu_quota_us:
+        return Step(-1, period, NOTHING)
+    quota = max(_to_quota(num, den, period), MIN_QUOTA_US)
+    if quota == current:
         return None
-    return Step(quota, period, max(Fraction(0), _quota_milli(quota, period) - usage))
+    return Step(quota, period, _released(quota * 1000 - container.cpu_usage_milli * period, period))
 
 
 def restore_step(
@@ -159,20 +164,20 @@ def restore_step(
     """
     if container.unlimited or container.name in ("POD", ""):
         return None
-    period = container.cpu_period_us
-    current = _quota_milli(container.cpu_quota_us, period)
-    usage = Fraction(container.cpu_usage_milli)
-    if usage < current * IDLE:
-        if original_quota_us == container.cpu_quota_us:
+    period, current = container.cpu_period_us, container.cpu_quota_us
+    usage_us = container.cpu_usage_milli * period  # usage against the quota, both in us-millicores
+    if usage_us * IDLE.denominator < current * 1000 * IDLE.numerator:
+        if original_quota_us == current:
             return None
-        return Step(original_quota_us if original_quota_us > 0 else -1, period, Fraction(0))
-    if usage < current * BINDING or share_milli <= 0:
+        return Step(original_quota_us if original_quota_us > 0 else -1, period, NOTHING)
+    if usage_us * BINDING.denominator < current * 1000 * BINDING.numerator or share_milli <= 0:
         return None
     step = step_up(pod, container, step_ratio=step_ratio, original_quota_us=original_quota_us,
                    node_capacity_milli=node_capacity_milli)
     if step is None or step.quota_us < 0:
         return step
-    quota = min(step.quota_us, _to_quota(current + share_milli, period))
-    if quota <= container.cpu_quota_us:
+    share_num, share_den = share_milli.numerator, share_milli.denominator
+    quota = min(step.quota_us, _to_quota(current * 1000 * share_den + share_num * period, share_den * period, period))
+    if quota <= current:
         return None
-    return Step(quota, period, max(Fraction(0), _quota_milli(quota, period) - usage))
+    return Step(quota, period, _released(quota * 1000 - usage_us, period))
