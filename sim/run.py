@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from agent.nodemetric import MetricCollectPolicy, PodMeta
-from agent.qos.state import ContainerState, PodState, at_usage
+from agent.qos.state import ContainerState, PodState, refresh_usage
 from common.clock import FakeClock, to_rfc3339
 from common.cluster import NotFound
 from common.cluster.memory import MemoryCluster
@@ -496,8 +496,8 @@ class Simulation:
         start = self.options.start_time + p.started
         seen = p._state
         if seen is not None and seen.start_time == start:  # the same pod: only its usage and quota are new
-            p._state = at_usage(seen, int(cpu), int(mem), quota)
-            return p._state
+            refresh_usage(seen, int(cpu), int(mem), quota)  # the engine kept no reference to it: no copy needed
+            return seen
         v = p.view
         container = ContainerState(name="main", cpu_usage_milli=int(cpu), cpu_quota_us=quota,
                                    cpu_period_us=CPU_PERIOD_US, requests=v.requests, limits=v.limits)

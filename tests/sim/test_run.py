@@ -14,6 +14,7 @@ import pytest
 
 import agent.nodemetric
 import agent.qos.runtime
+import agent.qos.state
 import scheduler.engine
 import sim.agents
 import sim.waterline
@@ -262,6 +263,28 @@ def test_skipping_quiet_nodes_changes_no_waterline_decision(monkeypatch: pytest.
     assert np.array_equal(always.cpu_util, skipped.cpu_util)
     assert np.array_equal(always.throttled, skipped.throttled)
     assert always.waterline_evictions == skipped.waterline_evictions
+
+
+@pytest.mark.slow
+def test_refreshing_pod_states_in_place_changes_no_waterline_decision(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    """The engine is handed the same PodState objects, refreshed, tick after tick: it must decide as it did when
+    each tick handed it fresh copies (it would not if it kept a pod's state from one tick to the next)."""
+    eager = _eager_waterline(tmp_path)
+    in_place = _small("loadaware-waterline", eager)
+    refresh = Simulation._pod_state
+
+    def copied(self: Simulation, p: Any, cpu: float, mem: float, quotas: Any) -> agent.qos.state.PodState:
+        out = refresh(self, p, cpu, mem, quotas)
+        return agent.qos.state.at_usage(out, out.cpu_usage_milli, out.memory_usage_bytes,
+                                        out.containers[0].cpu_quota_us)
+
+    monkeypatch.setattr(Simulation, "_pod_state", copied)
+    fresh = _small("loadaware-waterline", eager)
+    assert in_place.throttled.sum() > 0 and in_place.waterline_evictions > 0  # the engine did act
+    assert np.array_equal(fresh.cpu_util, in_place.cpu_util) and np.array_equal(fresh.mem_util, in_place.mem_util)
+    assert np.array_equal(fresh.throttled, in_place.throttled) and np.array_equal(fresh.pending, in_place.pending)
+    assert fresh.waterline_evictions == in_place.waterline_evictions
 
 
 def test_report_plots_run_on_the_simulated_time_of_day() -> None:
