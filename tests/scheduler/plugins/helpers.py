@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import random
 from typing import Any
 
 from common.clock import to_rfc3339
+from scheduler.framework.api import TaskInfo, TaskStatus
 from scheduler.framework.session import Session
 from tests.scheduler.factories import T0
 
@@ -53,3 +55,15 @@ def message(ssn: Session, pod_key: str) -> str:
 def filters(ssn: Session, pod_key: str) -> dict[str, dict[str, str]]:
     assert ssn.explain is not None
     return ssn.explain[pod_key].filter
+
+
+def random_placement_step(rng: random.Random, ssn: Session, tasks: list[TaskInfo]) -> None:
+    """One random session event for the carried-index tests: place a pending task, take back a placed one, or
+    mark a running one releasing."""
+    task = rng.choice(tasks)
+    if task.status is TaskStatus.PENDING:
+        ssn.place(task, rng.choice(ssn.nodes), rng.choice([TaskStatus.ALLOCATED, TaskStatus.PIPELINED]))
+    elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
+        ssn.unplace(task)
+    elif task.status is TaskStatus.RUNNING:
+        ssn.mark_releasing(task)

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from common.objects import PodView
-from scheduler.framework.api import TaskInfo, TaskStatus
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code
 from scheduler.plugins.interpodaffinity import InterPodAffinityCheck, Term, pod_terms
@@ -18,7 +17,7 @@ from scheduler.plugins.podtopologyspread import PodIndex
 from scheduler.predicates.podaffinity import AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON
 from tests.scheduler.factories import node, pod, session
 
-from .helpers import conf
+from .helpers import conf, random_placement_step
 
 HOST = "kubernetes.io/hostname"
 APPS = ["web", "db", "cache"]
@@ -147,16 +146,6 @@ def _normalised(raw: list[int] | None, mask: list[bool]) -> list[int]:
     return [int(100.0 * ((r - lo) / (hi - lo))) if on else 0 for r, on in zip(raw, mask, strict=True)]
 
 
-def _step(rng: random.Random, ssn: Session, tasks: list[TaskInfo]) -> None:
-    task = rng.choice(tasks)
-    if task.status is TaskStatus.PENDING:
-        ssn.place(task, rng.choice(ssn.nodes), rng.choice([TaskStatus.ALLOCATED, TaskStatus.PIPELINED]))
-    elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
-        ssn.unplace(task)
-    elif task.status is TaskStatus.RUNNING:
-        ssn.mark_releasing(task)
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
     rng = random.Random(seed)
@@ -167,7 +156,7 @@ def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
     incoming = [t for t in tasks if not t.node_name]
     for step in range(40):
         if step:  # the first round reads the index as the session opened it
-            _step(rng, ssn, tasks)
+            random_placement_step(rng, ssn, tasks)
         for task in rng.sample(incoming, 4):
             raw = check.raw_score(task)
             want = _walk_score(ssn, task.pod, hard_weight, ignore)

@@ -14,7 +14,6 @@ import pytest
 
 from common.clock import FakeClock
 from common.objects import NodeView, PodView
-from scheduler.framework.api import TaskInfo, TaskStatus
 from scheduler.framework.memo import SessionMemo
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import Snapshot
@@ -24,7 +23,7 @@ from scheduler.predicates.spread import MISSING_LABEL_REASON, SKEW_REASON
 from tests.scheduler.factories import T0, RecordingSink, node, pod, session
 from tests.scheduler.factories import conf as parse
 
-from .helpers import conf
+from .helpers import conf, random_placement_step
 
 ZONE = "topology.kubernetes.io/zone"
 APPS = ["web", "db"]
@@ -132,16 +131,6 @@ class _Walk:
         return [0 if not scored[j] else 100 if hi == 0 else 100 * (hi + lo - rounded[j]) // hi for j in range(n)]
 
 
-def _step(rng: random.Random, ssn: Session, tasks: list[TaskInfo]) -> None:
-    task = rng.choice(tasks)
-    if task.status is TaskStatus.PENDING:
-        ssn.place(task, rng.choice(ssn.nodes), rng.choice([TaskStatus.ALLOCATED, TaskStatus.PIPELINED]))
-    elif task.status in (TaskStatus.ALLOCATED, TaskStatus.PIPELINED):
-        ssn.unplace(task)
-    elif task.status is TaskStatus.RUNNING:
-        ssn.mark_releasing(task)
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_filter_and_score_equal_a_walk_over_the_placed_pods(seed: int) -> None:
     rng = random.Random(seed)
@@ -152,7 +141,7 @@ def test_filter_and_score_equal_a_walk_over_the_placed_pods(seed: int) -> None:
     n = len(ssn.nodes)
     for step in range(40):
         if step:
-            _step(rng, ssn, tasks)
+            random_placement_step(rng, ssn, tasks)
         walk = _Walk(ssn)
         for task in rng.sample(incoming, 4):
             cons, system = check.constraints(task)
