@@ -276,8 +276,7 @@ def test_refreshing_pod_states_in_place_changes_no_waterline_decision(monkeypatc
 
     def copied(self: Simulation, p: Any, cpu: float, mem: float, quotas: Any) -> agent.qos.state.PodState:
         out = refresh(self, p, cpu, mem, quotas)
-        return agent.qos.state.at_usage(out, out.cpu_usage_milli, out.memory_usage_bytes,
-                                        out.containers[0].cpu_quota_us)
+        return replace(out, containers=tuple(replace(c) for c in out.containers))
 
     monkeypatch.setattr(Simulation, "_pod_state", copied)
     fresh = _small("loadaware-waterline", eager)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.qos.state import ContainerState, NodeState, PodState, at_usage, load_ticks, refresh_usage
+from agent.qos.state import ContainerState, NodeState, PodState, load_ticks, refresh_usage
 from common.config import ConfigError
 from common.resources import Resources
 
@@ -79,29 +79,21 @@ def test_errors_name_the_field(mutate: Any, field: str) -> None:
     assert str(err.value).startswith(f"state.json: {field}: ")
 
 
-def test_at_usage_is_replace_of_the_usage_and_quota() -> None:
-    """The simulator's per-tick copy equals ``dataclasses.replace`` of the pod and its container, and leaves the
-    pod it copied as it was."""
+def _one_container_pod() -> tuple[PodState, ContainerState]:
     res = Resources.of(cpu=1500, memory=2**30)
     container = ContainerState("main", cpu_usage_milli=700, cpu_quota_us=150_000, cpu_period_us=100_000,
                                requests=res, limits=res)
     pod = PodState("ns", "p", "uid-1", "Burstable", 5, "koord-batch", 12.5, 700, 2**29, res, res, (container,),
                    labels={"app": "a"}, annotations={"x": "y"}, termination_grace_period_seconds=30)
-    out = at_usage(pod, 900, 2**28, 120_000)
-    assert out == replace(pod, cpu_usage_milli=900, memory_usage_bytes=2**28,
-                          containers=(replace(container, cpu_usage_milli=900, cpu_quota_us=120_000),))
-    assert pod.cpu_usage_milli == 700 and pod.containers[0].cpu_quota_us == 150_000
-    assert out.containers[0] is not container
+    return pod, container
 
 
-def test_refresh_usage_is_at_usage_in_place() -> None:
-    """The simulator's copy-free refresh leaves the pod equal to ``at_usage``'s copy, in the same objects."""
-    res = Resources.of(cpu=1500, memory=2**30)
-    container = ContainerState("main", cpu_usage_milli=700, cpu_quota_us=150_000, cpu_period_us=100_000,
-                               requests=res, limits=res)
-    pod = PodState("ns", "p", "uid-1", "Burstable", 5, "koord-batch", 12.5, 700, 2**29, res, res, (container,),
-                   labels={"app": "a"}, annotations={"x": "y"}, termination_grace_period_seconds=30)
-    copied = at_usage(pod, 900, 2**28, 120_000)
+def test_refresh_usage_is_replace_of_the_usage_and_quota_in_place() -> None:
+    """The simulator's copy-free refresh leaves the pod equal to ``dataclasses.replace`` of the pod and its
+    container, in the same objects."""
+    pod, container = _one_container_pod()
+    copied = replace(pod, cpu_usage_milli=900, memory_usage_bytes=2**28,
+                     containers=(replace(container, cpu_usage_milli=900, cpu_quota_us=120_000),))
     refresh_usage(pod, 900, 2**28, 120_000)
     assert pod == copied and pod.containers[0] is container and pod.key == "ns/p"
     assert (container.cpu_usage_milli, container.cpu_quota_us) == (900, 120_000)
@@ -110,6 +102,6 @@ def test_refresh_usage_is_at_usage_in_place() -> None:
 def test_a_pods_key_follows_its_name_through_copies() -> None:
     pod = PodState("ns", "p", "uid-1", "BestEffort", 0, "koord-free", None, 0, 0, Resources(), Resources(),
                    (ContainerState("main", 0, -1, 100_000),))
-    assert pod.key == "ns/p" and at_usage(pod, 5, 6, 7).key == "ns/p"
+    assert pod.key == "ns/p" and replace(pod, cpu_usage_milli=5).key == "ns/p"
     assert replace(pod, name="q").key == "ns/q" and replace(pod, namespace="other").key == "other/p"
     assert pod == replace(pod)  # the key is derived, never compared on its own
