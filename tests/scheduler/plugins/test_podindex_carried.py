@@ -114,15 +114,23 @@ def _state(ssn: Session) -> tuple[Any, ...]:
     return (index.pod_count.tolist(), placed, sorted(index.with_affinity), sorted(index.with_host_ports), counts)
 
 
-def _check(cluster: MemoryCluster, clock: FakeClock, sched: Scheduler, event: tuple[Any, ...]) -> None:
+def _kept_state(sched: Scheduler) -> tuple[Any, ...]:
+    """The index of a session opened from what the scheduler carried."""
     kept = sched.open_session(renew=True)
     try:
-        got = _state(kept)
+        return _state(kept)
     finally:
         sched.memo.release(kept)
         kept.release()
-    fresh = Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink())
-    assert got == _state(fresh), event
+
+
+def _fresh_state(sched: Scheduler, clock: FakeClock) -> tuple[Any, ...]:
+    """The index of a session built from scratch on the cache's snapshot."""
+    return _state(Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink()))
+
+
+def _check(cluster: MemoryCluster, clock: FakeClock, sched: Scheduler, event: tuple[Any, ...]) -> None:
+    assert _kept_state(sched) == _fresh_state(sched, clock), event
 
 
 def _started() -> tuple[MemoryCluster, FakeClock, Scheduler]:
@@ -166,13 +174,7 @@ def test_podgroup_queue_and_priorityclass_changes_are_followed_without_a_full_se
     for event in [("podgroup phase", "g0", "Running"), ("queue", 3), ("priorityclass", 1000),
                   ("delete podgroup", "g0")]:
         _apply(event, cluster, sched)
-        kept = sched.open_session(renew=True)
-        try:
-            got = _state(kept)
-        finally:
-            sched.memo.release(kept)
-            kept.release()
+        got = _kept_state(sched)
         monkeypatch.undo()
-        fresh = Session(sched.cache.snapshot(), sched.conf, clock=clock, sink=RecordingSink())
-        assert got == _state(fresh), event
+        assert got == _fresh_state(sched, clock), event
         monkeypatch.setattr(PodIndex, "_seed_all", refused)
