@@ -74,17 +74,15 @@ class Constraint:
 
 
 class _SoftPlan:
-    """A constraints list's ScheduleAnyway constraints, whether they honour node affinity or taints, and their
-    weights when every node is scored (they then depend on the session's nodes alone)."""
+    """A constraints list's ScheduleAnyway constraints, and whether they honour node affinity or taints."""
 
-    __slots__ = ("cons", "soft", "honor_affinity", "honor_taints", "weights")
+    __slots__ = ("cons", "soft", "honor_affinity", "honor_taints")
 
     def __init__(self, cons: list[Constraint]) -> None:
         self.cons = cons
         self.soft = [c for c in cons if not c.spec.hard]
         self.honor_affinity = any(c.honor_affinity for c in self.soft)
         self.honor_taints = any(c.honor_taints for c in self.soft)
-        self.weights: list[float] | None = None
 
 
 def workload_selector(pod: PodView) -> LabelSelector:
@@ -324,27 +322,24 @@ class SpreadCheck:
         has_all = None if system else self._has_all(soft)
         scored = mask if has_all is None else mask & has_all
         every = int(np.count_nonzero(scored))
-        if every != n or plan.weights is None:
-            weights = [self._weight(c.spec.topology_key, scored, every) for c in soft]
-            if every == n:
-                plan.weights = weights
-        else:
-            weights = plan.weights
-        out = self._kept_score(task.pod, plan, has_all, scored, every, weights)
-        return self.direct_score(task.pod, soft, scored, has_all, weights) if out is None else out
+        out = self._kept_score(task.pod, plan, has_all, scored, every)
+        if out is not None:
+            return out
+        weights = [self._weight(c.spec.topology_key, scored, every) for c in soft]
+        return self.direct_score(task.pod, soft, scored, has_all, weights)
 
-    def _kept_score(self, pod: PodView, plan: _SoftPlan, has_all: BoolArray | None, scored: BoolArray, every: int,
-                    weights: Sequence[float]) -> IntArray | None:
+    def _kept_score(self, pod: PodView, plan: _SoftPlan, has_all: BoolArray | None, scored: BoolArray,
+                    every: int) -> IntArray | None:
         """The score from the pod's signature's :class:`KeptSoftScore` (made when missing or outgrown); None when
         the signature has too many combinations to keep."""
         key = self._score_key(pod, plan)
         hit = self._kept_scores.get(key)
         kept = hit[1] if hit is not None and hit[0] is plan.cons else None
-        out = None if not kept else kept.score(scored, every, weights)
+        out = None if not kept else kept.score(scored, every)
         if out is None and kept is not False:
             kept = self._make_kept(pod, plan.soft, has_all) or False
             self._kept_scores[key] = (plan.cons, kept)
-            out = None if kept is False else kept.score(scored, every, weights)
+            out = None if kept is False else kept.score(scored, every)
         return out
 
     def _soft(self, cons: list[Constraint]) -> _SoftPlan:
@@ -386,7 +381,8 @@ class SpreadCheck:
             ids, ndom = self.domains(c.spec.topology_key)
             matcher: Matcher = ((frozenset({pod.namespace}), c.spec.selector),)
             within = self._present[c.spec.topology_key] if has_all is None else has_all
-            parts.append(SoftPart(c.spec.max_skew, ids, ndom, self._one_per_node[c.spec.topology_key],
+            own = self._one_per_node[c.spec.topology_key]
+            parts.append(SoftPart(c.spec.max_skew, ids, ndom, own, own or c.spec.topology_key == HOSTNAME,
                                   self._counting(pod, c, within),
                                   self.index.counts(matcher, include_terminating=False), self.index.moved(matcher)))
         return KeptSoftScore.make(parts, len(self.labels))
