@@ -266,6 +266,10 @@ class InterPodAffinityCheck:
         # (:meth:`ExistingTerms.stamp`): the existing terms' score and, once asked for, that score normalised over
         # every node
         self._existing_scores: dict[GroupKey, list[Any]] = {}
+        # the answer of a pod no term keeps from any node (shared, so not to be changed)
+        passes = np.ones(self.n, dtype=np.bool_)
+        passes.flags.writeable = False
+        self._passes = FilterResult(passes)
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self._terms_memo, pod)
@@ -295,6 +299,8 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
+        if not (terms.required_affinity or terms.required_anti or self.index.with_affinity):
+            return self._passes
         out = Failures(n)
         if terms.required_affinity:
             out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)
