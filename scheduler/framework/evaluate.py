@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .api import NodeInfo, TaskInfo
-from .arrays import NodeArrays, RowCache
+from .arrays import NodeArrays, RowCache, carried_caches
 from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
@@ -114,11 +114,22 @@ class FitChecks:
 
     A node's answer depends on that node's row of the node arrays alone, so the answers are a :class:`RowCache` of
     the vector: kept per vector (up to ``slots`` of them), and only the nodes the arrays logged as changed since its
-    last check are redone."""
+    last check are redone.  In a renewing session the cache is carried from the previous one (:meth:`carried`)."""
 
-    def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
+    def __init__(self, arrays: NodeArrays, slots: int = 32, rows: RowCache | None = None) -> None:
         self.arrays = arrays
-        self._rows = RowCache(arrays, slots)
+        self._rows = RowCache(arrays, slots) if rows is None else rows
+
+    @classmethod
+    def carried(cls, ssn: Session) -> FitChecks:
+        """The checks of ``ssn``, their answers carried from the previous renewing session where its rows hold.
+
+        Inputs read per node: idle, releasing and pipelined (all of the arrays' rows are compared); besides them
+        the resource columns (the vectors' layout) and the columns the check ignores (part of each key)."""
+        arr = ssn.arrays
+        (rows,) = carried_caches(ssn.memo, "fitchecks", arr, tuple(arr.columns), arr.row_inputs(),
+                                 renewing=ssn.renewing)
+        return cls(arr, rows=rows)
 
     def get(self, vec: IntArray) -> tuple[BoolArray, BoolArray]:
         """Fresh ``(fits idle, fits future idle)`` over every node."""
@@ -133,7 +144,7 @@ def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
     """Whether the task fits each node's idle resources, and its future idle ones (:class:`FitChecks`)."""
     checks = ssn.fit_checks
     if checks is None or checks.arrays is not ssn.arrays:
-        checks = ssn.fit_checks = FitChecks(ssn.arrays)
+        checks = ssn.fit_checks = FitChecks.carried(ssn)
     return checks.get(task.vector)
 
 

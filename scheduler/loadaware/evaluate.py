@@ -188,6 +188,13 @@ class LoadAwareState:
         self._alloc_pos = self.allocatable > 0
         self.now = now
 
+    def row_inputs(self) -> list[npt.NDArray[np.int64] | npt.NDArray[np.bool_]]:
+        """Every per-node array the filter and the score read (``filter``, ``filter_packed``, ``score``); besides
+        them they read only ``args`` and the pod's estimate.  A row cache of them carried from one session to the
+        next compares these (``scheduler.framework.arrays.carried_caches``)."""
+        return [self.allocatable, self.thr_plain, self.thr_prod, self.prod_enabled, self.waterline_cap,
+                self.has_metric, self.expired, self.has_status, self.load_filter, self.load_prod, self.load_score]
+
     # ---- node rows ------------------------------------------------------------------------------------------------
 
     def _rows(self, i: int, metric: NodeMetricView, pods: Iterable[AssignedPod]) -> NodeRows:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from common.objects import PodView
 from scheduler.framework.api import TaskInfo
-from scheduler.framework.arrays import RowCache
+from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
@@ -112,9 +112,12 @@ class ImageLocality:
 
 
 def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
-    """BalancedAllocation's scorer, memoised per pod request, and its scores on some nodes (row-local)."""
+    """BalancedAllocation's scorer, memoised per pod request (carried from session to session: it reads the node
+    arrays' allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its
+    scores on some nodes (row-local)."""
     arr = ssn.arrays
-    memo = RowCache(arr)
+    (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
+                             renewing=ssn.renewing)
 
     def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
@@ -301,8 +304,9 @@ class NodeOrder:
 
         builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand, PartRows]]]] = [
             ("leastrequested", w.least_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED)))),
-            ("mostrequested", w.most_requested, alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED)))),
+             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED), f"{NAME}.leastrequested"))),
+            ("mostrequested", w.most_requested,
+             alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED), f"{NAME}.mostrequested"))),
             ("balancedresource", w.balanced_resource, alone(lambda: _balanced_parts(ssn))),
             ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
             ("podaffinity", w.pod_affinity, lambda: _pod_affinity_parts(ssn)),
