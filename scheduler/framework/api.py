@@ -743,8 +743,32 @@ class NodeInfo:
         if self.tasks.pop(task.uid, None) is not None:
             self.arrays.remove(self.index, task.vector, task.status, task.nonzero)
 
+    def restatus(self, task: TaskInfo, was: TaskStatus) -> None:
+        """``remove_task`` of ``task`` as it was in status ``was``, then ``add_task`` of it as it is now: the same
+        task order and change log, with the accounting left as it is when both statuses count alike (Allocated
+        to Binding, a bind's move: the removal and the addition would cancel out exactly)."""
+        uid, i = task.uid, self.index
+        present = self.tasks.pop(uid, None) is not None
+        self.tasks[uid] = task
+        if present and _accounted_alike(was, task.status):
+            self.arrays.changes += (i, i)
+            return
+        if present:
+            self.arrays.remove(i, task.vector, was, task.nonzero)
+        self.arrays.add(i, task.vector, task.status, task.nonzero)
+
     def pods(self) -> list[PodView]:
         return [t.pod for t in self.tasks.values() if t.status in _ON_NODE]
+
+
+# the statuses the node arrays account apart (pipelined, releasing): any other two count alike when both are on the
+# node or both are off it
+_APART = frozenset({TaskStatus.PIPELINED, TaskStatus.RELEASING})
+
+
+def _accounted_alike(a: TaskStatus, b: TaskStatus) -> bool:
+    """Whether a task adds the same to the node arrays in status ``a`` as in ``b``."""
+    return a is b or (a not in _APART and b not in _APART and (a in _ON_NODE) == (b in _ON_NODE))
 
 
 @dataclass(slots=True, eq=False)

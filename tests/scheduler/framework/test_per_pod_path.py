@@ -1,0 +1,60 @@
+"""The per-pod path's shortcuts against the steps they stand for."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.objects import NodeView, PodView
+from scheduler.framework.api import NodeInfo, TaskInfo, TaskStatus
+from scheduler.framework.arrays import NodeArrays
+from tests.scheduler.factories import node, pod
+
+COLUMNS = ["cpu", "memory", "pods"]
+STATUSES = list(TaskStatus)
+
+
+def _task(uid: str, status: TaskStatus, vec: list[int]) -> TaskInfo:
+    view = PodView.parse(pod(uid))
+    return TaskInfo(uid=uid, job="j", pod=view, resreq=view.requests, status=status, node_name="n", priority=0,
+                    preemptable=True, role="", best_effort=False, vector=np.array(vec, dtype=np.int64),
+                    nonzero=(vec[0], vec[1]))
+
+
+def _node() -> NodeInfo:
+    arrays = NodeArrays(COLUMNS, [{"cpu": 4000, "memory": 8 << 30, "pods": 110}])
+    return NodeInfo(NodeView.parse(node("n")), 0, arrays)
+
+
+def _state(info: NodeInfo) -> tuple[object, ...]:
+    a = info.arrays
+    return (list(info.tasks), a.idle.tolist(), a.used.tolist(), a.releasing.tolist(), a.pipelined.tolist(),
+            a.nonzero_requested.tolist(), a.task_count.tolist(), list(a.changes))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from(STATUSES), st.sampled_from(STATUSES),
+                          st.booleans()), min_size=1, max_size=12))
+def test_restatus_is_remove_then_add(steps: list[tuple[int, TaskStatus, TaskStatus, bool]]) -> None:
+    """``NodeInfo.restatus`` leaves the node's task order, accounting and change log as ``remove_task`` in the old
+    status then ``add_task`` in the new one do, whether or not the task was on the node."""
+    fast, slow = _node(), _node()
+    tasks: dict[int, tuple[TaskInfo, TaskInfo]] = {}
+    for k, was, now, placed in steps:
+        if k not in tasks:
+            vec = [100 * (k + 1), 1 << (20 + k), 1]
+            tasks[k] = (_task(f"t{k}", was, vec), _task(f"t{k}", was, vec))
+        a, b = tasks[k]
+        if placed and a.uid not in fast.tasks:
+            a.status = b.status = was
+            fast.add_task(a)
+            slow.add_task(b)
+        old = a.status
+        slow.remove_task(b)
+        b.status = now
+        slow.add_task(b)
+        a.status = now
+        fast.restatus(a, old)
+        assert _state(fast) == _state(slow)
+
