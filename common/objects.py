@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -310,7 +310,7 @@ class PodView:
         ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
         prio = spec.get("priority")
         koord = koord_qos(obj, resources.qos)
-        return cls(
+        return _pod_view(
             namespace=ns,
             name=name,
             uid=str(meta.get("uid", "")),
@@ -364,7 +364,7 @@ class PodView:
             start_time = _time(status.get("startTime"), "status.startTime")
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
-        return PodView(
+        return _pod_view(
             namespace=self.namespace, name=self.name, uid=self.uid, labels=labels, annotations=annotations,
             node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
             priority=self.priority, priority_class_name=self.priority_class_name, scheduler_name=self.scheduler_name,
@@ -394,6 +394,19 @@ class PodView:
         check_strings(raw, "metadata.annotations")
         annotations = dict(raw or {})
         return self.annotations if annotations == self.annotations else annotations
+
+
+# PodView's fields with the slot setter of each, in order
+_POD_SLOTS = tuple((f.name, getattr(PodView, f.name).__set__) for f in fields(PodView))
+
+
+def _pod_view(**values: Any) -> PodView:
+    """``PodView(**values)`` (every field given), its slots set directly instead of through the frozen dataclass's
+    ``object.__setattr__`` per field: a view is made for every new pod and every bind."""
+    view: PodView = object.__new__(PodView)
+    for name, put in _POD_SLOTS:
+        put(view, values[name])
+    return view
 
 
 # the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full
