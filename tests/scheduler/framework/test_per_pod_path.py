@@ -10,6 +10,7 @@ from common.objects import NodeView, PodView
 from scheduler.framework import runs
 from scheduler.framework.api import NodeInfo, TaskInfo, TaskStatus
 from scheduler.framework.arrays import NodeArrays
+from scheduler.framework.evaluate import _top
 from tests.scheduler.factories import node, pod
 
 COLUMNS = ["cpu", "memory", "pods"]
@@ -75,3 +76,28 @@ def test_alike_is_equality_without_the_keys(a: object, b: object, keys: frozense
     if isinstance(a, dict):
         twin = {k: v for k, v in reversed(list(a.items()))}
         assert runs._alike(a, twin, keys)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), min_size=1, max_size=9),
+       st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3), st.booleans(), st.booleans(), st.booleans()),
+                max_size=40))
+def test_a_runs_best_nodes_are_those_of_a_pass_over_every_node(
+        start: list[tuple[int, bool, bool]], steps: list[tuple[int, int, bool, bool, bool]]) -> None:
+    """The top a run keeps as nodes change (few distinct totals: many ties) is, whenever read, ``_top`` over
+    every node of its mask, for either mask."""
+    n = len(start)
+    feasible = np.array([ok for _, ok, _ in start])
+    idle = np.array([fits for _, _, fits in start])
+    kept = runs._Kept(None, np.zeros(3, dtype=np.int64), [], [], feasible.copy(), idle.copy(), idle.copy(),  # type: ignore[arg-type]
+                      np.array([float(t) for t, _, _ in start]), feasible & idle, int(feasible.sum()),
+                      int((feasible & idle).sum()), 0)
+    for of_now in (True, False):
+        kept.best = runs._Best(of_now)
+        for i, total, ok, fits, read in steps:
+            if i >= n:
+                continue
+            kept.set_row(i, ok, (runs.FITS_IDLE if fits else 0) + runs.FITS_FUTURE, float(total))
+            mask = kept.now if of_now else kept.feasible
+            if read and mask.any():
+                assert kept.best.nodes(kept) == _top(kept.total, mask, int(mask.sum())).tolist()
