@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
@@ -52,6 +52,29 @@ class EventLimiter:
     def forget(self, kind: str, key: str) -> None:
         for k in [k for k in self._last if k[0] == kind and k[1] == key]:
             del self._last[k]
+
+
+# EventRecord's slot setters, in its fields' order
+(_KIND, _NAME, _NAMESPACE, _REASON, _MESSAGE, _TYPE, _UID, _COMPONENT, _ACTION, _EXTRA) = (
+    getattr(EventRecord, f.name).__set__ for f in fields(EventRecord))
+
+
+def _event(kind: str, name: str, namespace: str, reason: str, message: str, type_: str, uid: str, component: str,
+           action: str) -> EventRecord:
+    """``EventRecord(kind, name, namespace, reason, message, type_, uid, component, action)``, its slots set
+    directly instead of through the frozen dataclass's ``object.__setattr__`` per field (an event per bind)."""
+    event: EventRecord = object.__new__(EventRecord)
+    _KIND(event, kind)
+    _NAME(event, name)
+    _NAMESPACE(event, namespace)
+    _REASON(event, reason)
+    _MESSAGE(event, message)
+    _TYPE(event, type_)
+    _UID(event, uid)
+    _COMPONENT(event, component)
+    _ACTION(event, action)
+    _EXTRA(event, {})
+    return event
 
 
 @dataclass(slots=True)
@@ -108,11 +131,11 @@ class Binder:
         return False
 
     def _bound(self, pod: PodView, node: str) -> bool:
-        self.cache.assume(pod.key, node)
-        self.stats.bound.append((pod.key, node))
-        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
-                                     reason="Scheduled", type="Normal", component=COMPONENT, action="Binding",
-                                     message=f"Successfully assigned {pod.key} to {node}"))
+        key = pod.key
+        self.cache.assume(key, node)
+        self.stats.bound.append((key, node))
+        self.events.emit(_event("Pod", pod.name, pod.namespace, "Scheduled", f"Successfully assigned {key} to {node}",
+                                "Normal", pod.uid, COMPONENT, "Binding"))
         return True
 
     def _stored(self, pod: PodView, node: str) -> bool:

@@ -6,7 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.cluster import EventRecord
 from common.objects import NodeView, PodView
+from scheduler import binder
 from scheduler.framework import runs
 from scheduler.framework.api import NodeInfo, TaskInfo, TaskStatus
 from scheduler.framework.arrays import NodeArrays
@@ -101,3 +103,15 @@ def test_a_runs_best_nodes_are_those_of_a_pass_over_every_node(
             mask = kept.now if of_now else kept.feasible
             if read and mask.any():
                 assert kept.best.nodes(kept) == _top(kept.total, mask, int(mask.sum())).tolist()
+
+
+@given(st.lists(st.text(max_size=3), min_size=9, max_size=9))
+def test_a_bind_event_is_what_the_constructor_makes(values: list[str]) -> None:
+    """The binder's event, its slots set one by one, is the ``EventRecord`` its constructor makes of the same
+    values, field by field (a fresh ``extra`` of its own each)."""
+    kind, name, namespace, reason, message, type_, uid, component, action = values
+    made = binder._event(kind, name, namespace, reason, message, type_, uid, component, action)
+    direct = EventRecord(kind=kind, name=name, namespace=namespace, reason=reason, message=message, type=type_,
+                         uid=uid, component=component, action=action)
+    assert type(made) is EventRecord and made == direct and repr(made) == repr(direct)
+    assert made.extra is not binder._event(*values).extra
