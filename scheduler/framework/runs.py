@@ -226,6 +226,9 @@ class IdenticalRun:
         kept.seen = len(log)
         rows = np.array(at, dtype=np.int64)
         bits: list[int] = _fit_bits(kept.arrays, kept.vector, rows).tolist()
+        if len(at) == 1:   # a placement's node: the same steps on one value each
+            IdenticalRun._catch_up_one(kept, at[0], rows, bits[0])
+            return
         passes = [b >= FITS_FUTURE for b in bits]
         for fn in kept.filters:
             passes = [p and q for p, q in zip(passes, fn(rows).tolist(), strict=True)]
@@ -235,6 +238,19 @@ class IdenticalRun:
             totals = [t + v for t, v in zip(totals, fn(rows).tolist(), strict=True)]
         for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
             kept.set_row(i, bool(ok), b, t)
+
+    @staticmethod
+    def _catch_up_one(kept: _Kept, i: int, rows: IntArray, bits: int) -> None:
+        """``_catch_up`` of the one node ``i`` (``rows``), whose resource check gave ``bits``."""
+        ok: Any = bits >= FITS_FUTURE
+        for fn in kept.filters:
+            (passes,) = fn(rows).tolist()
+            ok = ok and passes
+        total = 0.0
+        for fn in kept.scores:
+            (value,) = fn(rows).tolist()
+            total = total + value
+        kept.set_row(i, bool(ok), bits, total)
 
     def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
         """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""
