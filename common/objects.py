@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ from common.podshape import check_pod, check_strings
 from common.podspec import pod_resources
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
+from common.slots import slot_filler
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -396,16 +397,13 @@ class PodView:
         return self.annotations if annotations == self.annotations else annotations
 
 
-# PodView's fields with the slot setter of each, in order
-_POD_SLOTS = tuple((f.name, getattr(PodView, f.name).__set__) for f in fields(PodView))
+_fill_pod_view = slot_filler(PodView)
 
 
 def _pod_view(**values: Any) -> PodView:
     """``PodView(**values)`` (every field given), its slots set directly instead of through the frozen dataclass's
     ``object.__setattr__`` per field: a view is made for every new pod and every bind."""
-    view: PodView = object.__new__(PodView)
-    for name, put in _POD_SLOTS:
-        put(view, values[name])
+    view: PodView = _fill_pod_view(object.__new__(PodView), **values)
     return view
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
 from common.objects import PodView
+from common.slots import slot_filler
 from scheduler.cache import SchedulerCache
 from scheduler.framework.api import TaskInfo
 
@@ -54,26 +55,15 @@ class EventLimiter:
             del self._last[k]
 
 
-# EventRecord's slot setters, in its fields' order
-(_KIND, _NAME, _NAMESPACE, _REASON, _MESSAGE, _TYPE, _UID, _COMPONENT, _ACTION, _EXTRA) = (
-    getattr(EventRecord, f.name).__set__ for f in fields(EventRecord))
+_fill_event = slot_filler(EventRecord)
 
 
 def _event(kind: str, name: str, namespace: str, reason: str, message: str, type_: str, uid: str, component: str,
            action: str) -> EventRecord:
     """``EventRecord(kind, name, namespace, reason, message, type_, uid, component, action)``, its slots set
     directly instead of through the frozen dataclass's ``object.__setattr__`` per field (an event per bind)."""
-    event: EventRecord = object.__new__(EventRecord)
-    _KIND(event, kind)
-    _NAME(event, name)
-    _NAMESPACE(event, namespace)
-    _REASON(event, reason)
-    _MESSAGE(event, message)
-    _TYPE(event, type_)
-    _UID(event, uid)
-    _COMPONENT(event, component)
-    _ACTION(event, action)
-    _EXTRA(event, {})
+    event: EventRecord = _fill_event(object.__new__(EventRecord), kind, name, namespace, reason, message, type_, uid,
+                                     component, action, {})
     return event
 
 
