@@ -24,10 +24,12 @@ from common.cluster import (
     EventRecord,
     Gone,
     Handler,
+    Layout,
     ListResult,
     NotFound,
     TooManyRequests,
     WatchEvent,
+    layout,
     merge_conditions,
     merge_patch,
     pickle_plain,
@@ -116,6 +118,8 @@ class MemoryCluster:
         self.evictions: list[str] = []  # accepted, in order
         self.refused_evictions: list[str] = []
         self._stamp: tuple[int | None, str] = (None, "")   # (a second of the clock, its RFC 3339 text)
+        # by kind and key: the status the last write_status given a layout stored, and that status's layout
+        self._layouts: dict[tuple[str, _Key], tuple[dict[str, Any], Layout]] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
     def _bucket(self, kind: str) -> dict[_Key, dict[str, Any]]:
@@ -353,7 +357,8 @@ class MemoryCluster:
             return self._merge_status(kind, name, namespace, body, handed_over=False)
 
     def write_status(
-        self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None
+        self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None,
+        layout: Layout | None = None,
     ) -> dict[str, Any]:
         """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.
 
@@ -361,8 +366,32 @@ class MemoryCluster:
         to anything in it (a freshly built status, as the simulator's agents write every report).  The stored
         version itself is returned, no copy made: the caller must not change it (as a shared informer's
         handler must not).  The stored object and the events are exactly those of :meth:`patch_status`.
+
+        ``layout``: ``common.cluster.layout(status)``, from a writer that knows it without walking ``status``.
+        When the stored status is one this method stored and of that same layout, the merge would give
+        ``status`` itself, so it is not walked.
         """
-        return self._merge_status(kind, name, namespace, status, handed_over=True)
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).get(key)
+            last = self._layouts.get((kind, key)) if layout is not None else None
+            if cur is None or last is None or last[0] is not cur.get("status") or last[1] != layout:
+                stored = self._merge_status(kind, name, namespace, status, handed_over=True)
+                if layout is not None:
+                    self._remember_layout(kind, key, stored["status"])
+                return stored
+            new = dict(cur)
+            new["status"] = status
+            self._layouts[(kind, key)] = (status, layout)
+            return self._store(kind, key, new, copy_back=False)
+
+    def _remember_layout(self, kind: str, key: _Key, status: dict[str, Any]) -> None:
+        """Note the layout of ``status``, just stored by a merge (the rare write whose merge was not skipped)."""
+        got = layout(status)
+        if got is None:
+            self._layouts.pop((kind, key), None)
+        else:
+            self._layouts[(kind, key)] = (status, got)
 
     def _merge_status(
         self, kind: str, name: str, namespace: str | None, status: Mapping[str, Any], *, handed_over: bool
@@ -385,6 +414,7 @@ class MemoryCluster:
             cur = self._bucket(kind).pop(key, None)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            self._layouts.pop((kind, key), None)
             # Copy-on-write, as every new version: the deleted object under a resourceVersion of its own.
             gone = {**cur, "metadata": {**cur["metadata"], "resourceVersion": self._next_rv()}}
             self._emit(kind, "DELETED", gone)
