@@ -29,14 +29,17 @@ from agent.nodemetric import (
     report_rings,
     reported_quantities,
 )
+from common.cluster import Layout, layout
 from common.resources import CPU, MAX_QUANTITY, MEMORY
 
-__all__ = ["build_nodemetric_statuses", "reported_pairs"]
+__all__ = ["build_nodemetric_statuses", "reported_pairs", "status_layout"]
 
 BoolArray = npt.NDArray[np.bool_]
 # Beyond this a float's truncation is not tried in int64 (the general path takes it; quantities are capped far below).
 _INT_RANGE = 2.0**62
 _POD_ORDER = attrgetter("namespace", "name")  # podsMetric order, as build_nodemetric_status sorts it
+# status_layout's answers, by the quantities the node's and the system's usage maps hold
+_LAYOUTS: dict[tuple[tuple[str, ...], tuple[str, ...]], Layout | None] = {}
 
 
 def build_nodemetric_statuses(
@@ -89,3 +92,15 @@ def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | 
             cpu, memory = (values[2 * i] if has_cpu else None), (values[2 * i + 1] if has_memory else None)
             out[i] = None if cpu is None and memory is None else reported_quantities(cpu, memory)
     return out
+
+
+def status_layout(status: dict[str, Any]) -> Layout | None:
+    """``common.cluster.layout(status)`` of a status the builder made, without walking it: the builder's statuses
+    differ in layout only by the quantities their node's and system's usage maps hold (every list, the pods'
+    entries among them, is a leaf of the layout).  A writer hands it to ``MemoryCluster.write_status``."""
+    nm = status["nodeMetric"]
+    key = (tuple(nm["nodeUsage"]["resources"]), tuple(nm["systemUsage"]["resources"]))
+    if key in _LAYOUTS:
+        return _LAYOUTS[key]
+    got = _LAYOUTS[key] = layout(status)
+    return got

@@ -28,7 +28,7 @@ from agent.nodemetric import (
     build_nodemetric_status,
     nodemetric_object,
 )
-from agent.statuses import build_nodemetric_statuses
+from agent.statuses import build_nodemetric_statuses, status_layout
 from common.cluster.memory import MemoryCluster
 from sim.model import NodeSpec
 from sim.objects import with_uid
@@ -161,6 +161,7 @@ class SimAgents:
 
     def _write(self, node: int, status: dict[str, Any]) -> None:
         """Node ``node``'s NodeMetric status written (status subresource)."""
-        # A fresh status nobody else holds: handed over to the cluster rather than copied in and out.
-        self.cluster.write_status("NodeMetric", self.nodes[node].name, status)
+        # A fresh status nobody else holds: handed over to the cluster rather than copied in and out, with its
+        # layout, so that replacing a report of the same layout is not a walk through both.
+        self.cluster.write_status("NodeMetric", self.nodes[node].name, status, layout=status_layout(status))
         self.built += 1

@@ -31,6 +31,8 @@ __all__ = [
     "Informer",
     "Cluster",
     "merge_patch",
+    "Layout",
+    "layout",
     "pickle_plain",
 ]
 
@@ -271,6 +273,32 @@ def _merge_handed_over(target: Any, patch: Any) -> Any:
 
 # Types a merge patch replaces as a whole (the common ones, spared the Mapping check).
 _LEAVES = frozenset({str, int, float, bool, type(None), list})
+
+Layout = tuple[tuple[str, "Layout | None"], ...]
+"""A dict's keys in order, each with the layout of its value when that is a dict too (None for any other value)."""
+
+
+def layout(value: dict[str, Any]) -> Layout | None:
+    """The keys of ``value`` and of every dict in it, in order and nested as they are (:data:`Layout`); None when
+    ``value`` holds a ``None`` or a mapping that is not a ``dict`` anywhere in its dicts.
+
+    What it is for: merging a patch into a target of the same layout (both not None) gives the patch itself, key
+    for key and in its order, since every key of the target is replaced (a dict by the merge of two dicts of one
+    layout) and none is added, removed or kept.  A caller that knows two layouts are equal may skip the merge.
+    """
+    out: list[tuple[str, Layout | None]] = []
+    for k, v in value.items():
+        kind = type(v)
+        if kind is dict:
+            inner = layout(v)
+            if inner is None:
+                return None
+            out.append((k, inner))
+        elif v is None or (kind not in _LEAVES and isinstance(v, Mapping)):
+            return None
+        else:
+            out.append((k, None))
+    return tuple(out)
 
 
 def _own(v: Any) -> Any:

@@ -24,10 +24,12 @@ from common.cluster import (
     EventRecord,
     Gone,
     Handler,
+    Layout,
     ListResult,
     NotFound,
     TooManyRequests,
     WatchEvent,
+    layout,
     merge_conditions,
     merge_patch,
     pickle_plain,
@@ -116,6 +118,8 @@ class MemoryCluster:
         self.evictions: list[str] = []  # accepted, in order
         self.refused_evictions: list[str] = []
         self._stamp: tuple[int | None, str] = (None, "")   # (a second of the clock, its RFC 3339 text)
+        # by kind and key: the status the last write_status given a layout stored, and that status's layout
+        self._layouts: dict[tuple[str, _Key], tuple[dict[str, Any], Layout]] = {}
 
     # -- helpers ------------------------------------------------------------------------------------
     def _bucket(self, kind: str) -> dict[_Key, dict[str, Any]]:
@@ -244,7 +248,7 @@ class MemoryCluster:
         """Store a copy of ``obj`` as a new object and emit it; the new version's :class:`_Copies`."""
         info = kind_info(kind)
         with self._lock:
-            new = _copy_in(dict(obj))
+            new = _copy_in(obj if type(obj) is dict else dict(obj))
             meta = new.setdefault("metadata", {})
             if not meta.get("name"):
                 if meta.get("generateName"):
@@ -255,8 +259,9 @@ class MemoryCluster:
                 meta["namespace"] = meta.get("namespace") or "default"
             else:
                 meta.pop("namespace", None)
-            key = self._key(kind, meta["name"], meta.get("namespace"))
-            bucket = self._bucket(kind)
+            # _key and _bucket, with the kind's info looked up once
+            key = (meta.get("namespace") or "default" if info.namespaced else "", meta["name"])
+            bucket = self._objects.setdefault(kind, {})
             if key in bucket:
                 raise Conflict(f'{info.plural} "{meta["name"]}" already exists', reason="AlreadyExists")
             new["apiVersion"] = info.api_version
@@ -287,7 +292,7 @@ class MemoryCluster:
         Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
         """
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
-        self._bucket(kind)[key] = new
+        self._objects.setdefault(kind, {})[key] = new   # _bucket: the kind was checked to find the object
         copies = _Copies(new)
         self._emit(kind, "MODIFIED", new, copies)
         return copies.copy() if copy_back else new
@@ -352,7 +357,8 @@ class MemoryCluster:
             return self._merge_status(kind, name, namespace, body, handed_over=False)
 
     def write_status(
-        self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None
+        self, kind: str, name: str, status: dict[str, Any], *, namespace: str | None = None,
+        layout: Layout | None = None,
     ) -> dict[str, Any]:
         """``patch_status(kind, name, {"status": status})`` for a writer that hands ``status`` over.
 
@@ -360,8 +366,32 @@ class MemoryCluster:
         to anything in it (a freshly built status, as the simulator's agents write every report).  The stored
         version itself is returned, no copy made: the caller must not change it (as a shared informer's
         handler must not).  The stored object and the events are exactly those of :meth:`patch_status`.
+
+        ``layout``: ``common.cluster.layout(status)``, from a writer that knows it without walking ``status``.
+        When the stored status is one this method stored and of that same layout, the merge would give
+        ``status`` itself, so it is not walked.
         """
-        return self._merge_status(kind, name, namespace, status, handed_over=True)
+        with self._lock:
+            key = self._key(kind, name, namespace)
+            cur = self._bucket(kind).get(key)
+            last = self._layouts.get((kind, key)) if layout is not None else None
+            if cur is None or last is None or last[0] is not cur.get("status") or last[1] != layout:
+                stored = self._merge_status(kind, name, namespace, status, handed_over=True)
+                if layout is not None:
+                    self._remember_layout(kind, key, stored["status"])
+                return stored
+            new = dict(cur)
+            new["status"] = status
+            self._layouts[(kind, key)] = (status, layout)
+            return self._store(kind, key, new, copy_back=False)
+
+    def _remember_layout(self, kind: str, key: _Key, status: dict[str, Any]) -> None:
+        """Note the layout of ``status``, just stored by a merge (the rare write whose merge was not skipped)."""
+        got = layout(status)
+        if got is None:
+            self._layouts.pop((kind, key), None)
+        else:
+            self._layouts[(kind, key)] = (status, got)
 
     def _merge_status(
         self, kind: str, name: str, namespace: str | None, status: Mapping[str, Any], *, handed_over: bool
@@ -384,6 +414,7 @@ class MemoryCluster:
             cur = self._bucket(kind).pop(key, None)
             if cur is None:
                 raise NotFound(f'{kind_info(kind).plural} "{name}" not found')
+            self._layouts.pop((kind, key), None)
             # Copy-on-write, as every new version: the deleted object under a resourceVersion of its own.
             gone = {**cur, "metadata": {**cur["metadata"], "resourceVersion": self._next_rv()}}
             self._emit(kind, "DELETED", gone)
@@ -403,14 +434,14 @@ class MemoryCluster:
     def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
         with self._lock:
             key = ("default" if not namespace else namespace, name)
-            cur = self._bucket("Pod").get(key)
+            cur = self._objects.setdefault("Pod", {}).get(key)
             if cur is None:
                 raise NotFound(f'pods "{name}" not found')
             if uid and cur["metadata"].get("uid") != uid:
                 raise Conflict(f'pods "{name}": uid mismatch (the pod was recreated)')
             if cur.get("spec", {}).get("nodeName"):
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
-            if ("", node) not in self._bucket("Node"):
+            if ("", node) not in self._objects.setdefault("Node", {}):
                 raise NotFound(f'nodes "{node}" not found')
             new = {**cur, "spec": {**cur.get("spec", {}), "nodeName": node}}  # copy-on-write
             if self.auto_run:

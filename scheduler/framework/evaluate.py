@@ -52,10 +52,29 @@ class Evaluation:
         return out[:1] if first_only and out else out
 
     def fit_errors(self) -> FitErrors:
+        """Each infeasible node's :meth:`statuses`, the first filter that failed each node found for all of them
+        in a few NumPy calls rather than by asking every filter about every node."""
         errors = FitErrors(total_nodes=len(self.node_names))
-        for i in np.flatnonzero(~self.feasible).tolist():
-            errors.add(self.node_names[i], self.statuses(i))
+        failing = np.flatnonzero(~self.feasible)
+        if not failing.size:
+            return errors
+        names, results, scalar = self.node_names, self.results, self.scalar
+        for i, k in zip(failing.tolist(), self._first_failed(failing).tolist(), strict=True):
+            if k < len(results):
+                plugin, res = results[k]
+                errors.add(names[i], [Status(code, reason, plugin) for code, reason in res.found(i)])
+            else:
+                errors.add(names[i], scalar.get(i, [])[:1])
         return errors
+
+    def _first_failed(self, nodes: IntArray) -> IntArray:
+        """For each of ``nodes``, the position in :attr:`results` of the first filter it did not pass
+        (``len(results)`` when it passed them all)."""
+        if not self.results:
+            return np.zeros(len(nodes), dtype=np.intp)
+        failed = np.stack([np.logical_not(res.passed[nodes]) for _, res in self.results] + [np.ones(len(nodes), dtype=np.bool_)])
+        first: IntArray = failed.argmax(axis=0)
+        return first
 
 
 def single_node(n: int, i: int) -> BoolArray:

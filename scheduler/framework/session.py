@@ -380,7 +380,10 @@ class Session:
     # ---- job votes ----------------------------------------------------------------------------------------------
 
     def _all_true(self, kind: str, *args: Any) -> bool:
-        return all(fn(*args) for _, fn in self.enabled(kind))
+        for _, fn in self.enabled(kind):   # a loop, not all() over a generator: asked several times per pod
+            if not fn(*args):
+                return False
+        return True
 
     def job_ready(self, job: JobInfo) -> bool:
         return self._all_true("job_ready", job)
@@ -428,7 +431,10 @@ class Session:
     # ---- queue votes --------------------------------------------------------------------------------------------
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for _, fn in self.enabled("overused"))
+        for _, fn in self.enabled("overused"):
+            if fn(queue):
+                return True
+        return False
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self._all_true("allocatable", queue, task)
@@ -541,9 +547,9 @@ class Session:
     def dispatch(self, task: TaskInfo) -> None:
         """Send the bind for an Allocated task (status Binding in this session)."""
         node = self.node_by_name[task.node_name]
-        node.remove_task(task)
+        was = task.status
         self.set_status(task, TaskStatus.BINDING)
-        node.add_task(task)
+        node.restatus(task, was)
         if not self.sink.bind(task, task.node_name):
             self.unplace(task)
             task.last_fit_message = task.last_fit_message or f"binding {task.key} to {node.name} failed"

@@ -53,7 +53,8 @@ class Overcommit:
             return REJECT
 
         def enqueued(job: JobInfo) -> None:
-            self.inqueue = self.inqueue + job.min_resources
+            if job.min_resources:   # a group of one has none: the sum would be the same
+                self.inqueue = self.inqueue + job.min_resources
 
         ssn.add_job_enqueueable_fn(NAME, enqueueable)
         ssn.add_job_enqueued_fn(NAME, enqueued)

@@ -24,7 +24,8 @@ from agent.nodemetric import (
     build_nodemetric_status,
     reported_quantities,
 )
-from agent.statuses import build_nodemetric_statuses, reported_pairs
+from agent.statuses import build_nodemetric_statuses, reported_pairs, status_layout
+from common.cluster import layout
 from common.objects import PodsMetric
 
 # Usage values that take every branch of the truncation: fractions, whole cores and KiB, zeros, the quantity
@@ -88,6 +89,10 @@ def test_a_batch_is_each_node_built_alone(
     alone = _outcome(lambda: [build_nodemetric_status(s, now, policy, metas, typed=typed) for s, now, metas in reports])
     batch = _outcome(lambda: build_nodemetric_statuses(reports, policy, typed=typed))
     assert batch == alone
+    if batch[0] != "raised":   # the layout a writer hands over with each status is the status's own
+        assert [status_layout(s) for s in json.loads(batch[0])] == [layout(s) for s in json.loads(batch[0])]
+        built = build_nodemetric_statuses(reports, policy, typed=typed)
+        assert [status_layout(s) for s in built] == [layout(s) for s in built]
 
 
 # windows of many lengths (past NumPy's blocks of 8 and 128) and of values whose sum depends on its order
