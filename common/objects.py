@@ -19,6 +19,7 @@ from common.podshape import check_pod, check_strings
 from common.podspec import pod_resources
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
+from common.slots import slot_filler
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -310,7 +311,7 @@ class PodView:
         ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
         prio = spec.get("priority")
         koord = koord_qos(obj, resources.qos)
-        return cls(
+        return _pod_view(
             namespace=ns,
             name=name,
             uid=str(meta.get("uid", "")),
@@ -364,7 +365,7 @@ class PodView:
             start_time = _time(status.get("startTime"), "status.startTime")
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
-        return PodView(
+        return _pod_view(
             namespace=self.namespace, name=self.name, uid=self.uid, labels=labels, annotations=annotations,
             node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
             priority=self.priority, priority_class_name=self.priority_class_name, scheduler_name=self.scheduler_name,
@@ -394,6 +395,16 @@ class PodView:
         check_strings(raw, "metadata.annotations")
         annotations = dict(raw or {})
         return self.annotations if annotations == self.annotations else annotations
+
+
+_fill_pod_view = slot_filler(PodView)
+
+
+def _pod_view(**values: Any) -> PodView:
+    """``PodView(**values)`` (every field given), its slots set directly instead of through the frozen dataclass's
+    ``object.__setattr__`` per field: a view is made for every new pod and every bind."""
+    view: PodView = _fill_pod_view(object.__new__(PodView), **values)
+    return view
 
 
 # the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from common.objects import NodeView, PodGroupView, PodView, QueueView
 from common.resources import PODS, Resources
+from common.slots import slot_filler
 
 if TYPE_CHECKING:
     from .arrays import NodeArrays
@@ -228,8 +229,7 @@ class TaskInfo(Tracked):
         else:
             task = renew
             _note(task)
-        for put, value in zip(_TASK_SETTERS, values, strict=True):
-            put(task, value)
+        _fill_task(task, *values)
         return task
 
     @classmethod
@@ -239,13 +239,7 @@ class TaskInfo(Tracked):
         return TaskTemplate.of(pod, columns).task(pod, job)
 
 
-def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot setter of each field of a dataclass, in the fields' order: what its ``__init__`` sets, without going
-    through the class's ``__setattr__``."""
-    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
-
-
-_TASK_SETTERS = _slot_setters(TaskInfo)
+_fill_task = slot_filler(TaskInfo)
 _INDEX_RE = re.compile(r"^-?\d+$")
 
 
@@ -363,8 +357,7 @@ class JobInfo:
         values = (uid, name, namespace, queue, priority, 1, members, _NO_RESOURCES, None, phase, creation_time, True,
                   tasks, index, allocated, fit_errors, "", False, None,
                   ready, waiting, valid, best_effort, pending, unsettled, False)
-        for put, value in zip(_JOB_SETTERS, values, strict=True):
-            put(job, value)
+        _fill_job(job, *values)
         return job
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
@@ -635,7 +628,7 @@ class JobInfo:
         return total
 
 
-_JOB_SETTERS = _slot_setters(JobInfo)
+_fill_job = slot_filler(JobInfo)
 
 
 class NotedJob(JobInfo):
@@ -743,8 +736,32 @@ class NodeInfo:
         if self.tasks.pop(task.uid, None) is not None:
             self.arrays.remove(self.index, task.vector, task.status, task.nonzero)
 
+    def restatus(self, task: TaskInfo, was: TaskStatus) -> None:
+        """``remove_task`` of ``task`` as it was in status ``was``, then ``add_task`` of it as it is now: the same
+        task order and change log, with the accounting left as it is when both statuses count alike (Allocated
+        to Binding, a bind's move: the removal and the addition would cancel out exactly)."""
+        uid, i = task.uid, self.index
+        present = self.tasks.pop(uid, None) is not None
+        self.tasks[uid] = task
+        if present and _accounted_alike(was, task.status):
+            self.arrays.changes += (i, i)
+            return
+        if present:
+            self.arrays.remove(i, task.vector, was, task.nonzero)
+        self.arrays.add(i, task.vector, task.status, task.nonzero)
+
     def pods(self) -> list[PodView]:
         return [t.pod for t in self.tasks.values() if t.status in _ON_NODE]
+
+
+# the statuses the node arrays account apart (pipelined, releasing): any other two count alike when both are on the
+# node or both are off it
+_APART = frozenset({TaskStatus.PIPELINED, TaskStatus.RELEASING})
+
+
+def _accounted_alike(a: TaskStatus, b: TaskStatus) -> bool:
+    """Whether a task adds the same to the node arrays in status ``a`` as in ``b``."""
+    return a is b or (a not in _APART and b not in _APART and (a in _ON_NODE) == (b in _ON_NODE))
 
 
 @dataclass(slots=True, eq=False)

@@ -124,7 +124,8 @@ class Proportion:
 
         def enqueued(job: JobInfo) -> None:
             attr = self.attrs.get(job.queue)
-            if attr is not None:
+            # nothing is deducted from nothing: a job without minResources (a group of one) adds nothing
+            if attr is not None and job.min_resources:
                 attr.inqueue = attr.inqueue + deduct_gated(job.min_resources, job)
 
         def on_allocate(task: TaskInfo) -> None:
