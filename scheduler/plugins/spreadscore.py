@@ -150,13 +150,19 @@ class KeptSoftScore:
 
     def _weights(self, every: int, counts: Sequence[int]) -> list[float]:
         """Each part's log(domains scored + 2): the ``every`` nodes scored, or the domains of the combinations some
-        scored node has (``counts``: the scored nodes per combination)."""
+        scored node has (``counts``: the scored nodes per combination; every domain has a node, so all of them
+        when every node is scored)."""
         out = []
+        everywhere = every == len(self.combination)
         for level in self.levels:
-            size = every
-            if not level.part.by_node:
-                stride, radix, missing = level.stride, level.radix, level.part.ndom
-                size = len({c // stride % radix for c, k in enumerate(counts) if k} - {missing})
+            part = level.part
+            if part.by_node:
+                size = every
+            elif everywhere:
+                size = part.ndom
+            else:
+                stride, radix = level.stride, level.radix
+                size = len({c // stride % radix for c, k in enumerate(counts) if k} - {part.ndom})
             out.append(math.log(size + 2))
         return out
 
