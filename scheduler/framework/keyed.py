@@ -33,19 +33,29 @@ class OrderedQueue(Protocol[T]):
 
 
 class KeyedQueue(Generic[T]):
-    """A heap ordered by ``key(item)`` read when the item is pushed, ties broken by push order."""
+    """A heap ordered by ``key(item)`` read when the item is pushed, ties broken by push order.  The items pushed
+    before the first pop (every job, as actions fill their queues) are made a heap at once when it comes: no two
+    entries compare equal (the push order breaks ties), so the pops are those of pushing each onto the heap."""
 
     def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()) -> None:
         self._key = key
         self._seq = itertools.count()
         self._heap: list[tuple[Any, int, T]] = []
+        self._heaped = False
         for it in items:
             self.push(it)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, (self._key(item), next(self._seq), item))
+        entry = (self._key(item), next(self._seq), item)
+        if self._heaped:
+            heapq.heappush(self._heap, entry)
+        else:
+            self._heap.append(entry)
 
     def pop(self) -> T:
+        if not self._heaped:
+            heapq.heapify(self._heap)
+            self._heaped = True
         return heapq.heappop(self._heap)[2]
 
     def __len__(self) -> int:
