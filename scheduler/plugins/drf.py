@@ -3,8 +3,9 @@
 Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
 preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With
 ``enableHierarchy: true`` queues are placed in a weighted tree (annotations ``volcano.sh/hierarchy`` and
-``volcano.sh/hierarchy-weights``) whose shares order queues and decide cross-queue reclaim.  Shares are kept
-current by event handlers after every allocate, pipeline and eviction in the session.
+``volcano.sh/hierarchy-weights``) whose shares order queues and decide cross-queue reclaim.  Event handlers keep
+the jobs' allocations (and the tree) current after every allocate, pipeline and eviction in the session; a job's
+share is computed from its allocation when read.
 """
 
 from __future__ import annotations

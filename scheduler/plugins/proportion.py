@@ -4,8 +4,8 @@ At session open every queue that holds a job gets a *deserved* share by water-fi
 weight, capped by its capability and its request and floored by its guarantee.  Queues are then served in order
 of ``spec.priority`` and ``allocated / deserved``; a queue at its deserved share is overused (allocate drops it),
 may not allocate or preempt beyond it, lends what it does not use, and gets it back through reclaim.  Admission
-(enqueue) checks a job's ``minResources`` against the queue's real capability.  Event handlers keep the shares
-current as the session allocates and evicts.
+(enqueue) checks a job's ``minResources`` against the queue's real capability.  Event handlers keep the queues'
+allocations current as the session allocates and evicts; a share is computed from them when read.
 """
 
 from __future__ import annotations
