@@ -163,6 +163,7 @@ class Session:
         self.score_mask: npt.NDArray[np.bool_] | None = None
         # the resource checks of this session's pod shapes, kept per shape by the evaluation (evaluate.fits_now)
         self.fit_checks: FitChecks | None = None
+        self._node_views: list[NodeView] | None = None
         try:
             self._build(snapshot)
             self._open_plugins()
@@ -604,7 +605,12 @@ class Session:
         return mask
 
     def node_views(self) -> list[NodeView]:
-        return [n.view for n in self.nodes]
+        """The nodes' views in node order, made once per session (the session's nodes and their views do not
+        change while it runs); shared between callers, so read-only."""
+        views = self._node_views
+        if views is None or len(views) != len(self.nodes):
+            views = self._node_views = [n.view for n in self.nodes]
+        return views
 
     def record_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
         job = self.jobs.get(task.job)

@@ -153,6 +153,7 @@ class _Answers:
     def __init__(self) -> None:
         self.required: dict[str, BoolArray] = {}
         self.projections: dict[tuple[str, ...], NodeGroups[LabelSig]] = {}
+        self.last: tuple[PodView, str] | None = None   # the last pod asked about and its signature
 
 
 _ANSWERS: weakref.WeakKeyDictionary[Session, _Answers] = weakref.WeakKeyDictionary()
@@ -234,11 +235,16 @@ class AffinityCheck:
 
     def signature(self, pod: PodView) -> str:
         """The pod's affinity signature (its nodeSelector and node affinity): pods with the same one get the same
-        answers; kept per pod object across sessions (it is a JSON dump)."""
+        answers; kept per pod object across sessions (it is a JSON dump), and the last pod's for the session's
+        checks (each filter and scorer of a pod asks in turn)."""
+        last = self._answers.last
+        if last is not None and last[0] is pod:
+            return last[1]
         memo = self.ssn.memo.table("nodeaffinity.signature")
         key: str | None = memo.get(pod)
         if key is None:
             key = memo.put(pod, _signature(pod))
+        self._answers.last = (pod, key)
         return key
 
     def required(self, pod: PodView) -> BoolArray:

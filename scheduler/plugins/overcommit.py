@@ -7,6 +7,8 @@ admitting far more work than the cluster could ever start.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from common.resources import Resources
 from scheduler.batch.args import OvercommitArgs
 from scheduler.batch.overcommit import enqueue_overused, overcommit_idle, overused_message
@@ -34,9 +36,8 @@ class Overcommit:
         used = [ssn.arrays.to_resources(ssn.arrays.used.sum(axis=0))] if ssn.nodes else []
         self.idle = overcommit_idle(ssn.total_resource, used, self.factor)
         self.inqueue = Resources()
-        for job in ssn.jobs.values():
-            if not job.min_resources:
-                continue
+        # the jobs with minResources, sifted out by a C loop (groups of one have none: most jobs at steady state)
+        for job in filter(attrgetter("min_resources"), ssn.jobs.values()):
             if job.phase == "Inqueue":
                 self.inqueue = self.inqueue + job.min_resources
             elif job.phase == "Running":

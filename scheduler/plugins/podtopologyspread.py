@@ -73,18 +73,18 @@ class Constraint:
     honor_taints: bool = False    # nodeTaintsPolicy (default Ignore)
 
 
-class _SoftPlan:
-    """A constraints list's ScheduleAnyway constraints, whether they honour node affinity or taints, and their
-    weights when every node is scored (they then depend on the session's nodes alone)."""
+class _Plan:
+    """A constraints list's DoNotSchedule and ScheduleAnyway constraints, and whether the latter honour node
+    affinity or taints."""
 
-    __slots__ = ("cons", "soft", "honor_affinity", "honor_taints", "weights")
+    __slots__ = ("cons", "hard", "soft", "honor_affinity", "honor_taints")
 
     def __init__(self, cons: list[Constraint]) -> None:
         self.cons = cons
+        self.hard = [c for c in cons if c.spec.hard]
         self.soft = [c for c in cons if not c.spec.hard]
         self.honor_affinity = any(c.honor_affinity for c in self.soft)
         self.honor_taints = any(c.honor_taints for c in self.soft)
-        self.weights: list[float] | None = None
 
 
 def workload_selector(pod: PodView) -> LabelSelector:
@@ -180,9 +180,11 @@ class SpreadCheck:
         self._taints = taints
         self._constraints: dict[str, tuple[list[Constraint], bool]] = {}
         self._by_signature: dict[tuple[str, frozenset[tuple[str, str]]], tuple[list[Constraint], bool]] = {}
-        # per constraints list (by identity, the list held), its ScheduleAnyway constraints; the soft score per
-        # signature (:meth:`_score_key`), kept current from the placements (False: scored node by node)
-        self._soft_of: dict[int, _SoftPlan] = {}
+        # per constraints list (by identity, the list held), its hard and soft constraints; the soft score per
+        # signature (:meth:`_score_key`), kept current from the placements (False: scored node by node); the
+        # answer of a pod without hard constraints (every node passes; shared, so not to be changed)
+        self._plans: dict[int, _Plan] = {}
+        self._passes = FilterResult(_read_only(np.ones(len(self.labels), dtype=np.bool_)))
         self._kept_scores: dict[Hashable, tuple[list[Constraint], KeptSoftScore | Literal[False]]] = {}
 
     # -- helpers --
@@ -277,9 +279,9 @@ class SpreadCheck:
             cons, _ = self.constraints(task)
         except (ValueError, TypeError) as exc:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
-        hard = [c for c in cons if c.spec.hard]
+        hard = self._plan(cons).hard
         if not hard:
-            return FilterResult(np.ones(n, dtype=np.bool_))
+            return self._passes
         out = Failures(n)
         has_all = self._has_all(hard)
         for c in hard:
@@ -316,7 +318,7 @@ class SpreadCheck:
             cons, system = self.constraints(task)
         except (ValueError, TypeError):
             return np.zeros(n, dtype=np.int64)
-        plan = self._soft(cons)
+        plan = self._plan(cons)
         soft = plan.soft
         if not soft:
             return np.zeros(n, dtype=np.int64)
@@ -324,35 +326,32 @@ class SpreadCheck:
         has_all = None if system else self._has_all(soft)
         scored = mask if has_all is None else mask & has_all
         every = int(np.count_nonzero(scored))
-        if every != n or plan.weights is None:
-            weights = [self._weight(c.spec.topology_key, scored, every) for c in soft]
-            if every == n:
-                plan.weights = weights
-        else:
-            weights = plan.weights
-        out = self._kept_score(task.pod, plan, has_all, scored, every, weights)
-        return self.direct_score(task.pod, soft, scored, has_all, weights) if out is None else out
+        out = self._kept_score(task.pod, plan, has_all, scored, every)
+        if out is not None:
+            return out
+        weights = [self._weight(c.spec.topology_key, scored, every) for c in soft]
+        return self.direct_score(task.pod, soft, scored, has_all, weights)
 
-    def _kept_score(self, pod: PodView, plan: _SoftPlan, has_all: BoolArray | None, scored: BoolArray, every: int,
-                    weights: Sequence[float]) -> IntArray | None:
+    def _kept_score(self, pod: PodView, plan: _Plan, has_all: BoolArray | None, scored: BoolArray,
+                    every: int) -> IntArray | None:
         """The score from the pod's signature's :class:`KeptSoftScore` (made when missing or outgrown); None when
         the signature has too many combinations to keep."""
         key = self._score_key(pod, plan)
         hit = self._kept_scores.get(key)
         kept = hit[1] if hit is not None and hit[0] is plan.cons else None
-        out = None if not kept else kept.score(scored, every, weights)
+        out = None if not kept else kept.score(scored, every)
         if out is None and kept is not False:
             kept = self._make_kept(pod, plan.soft, has_all) or False
             self._kept_scores[key] = (plan.cons, kept)
-            out = None if kept is False else kept.score(scored, every, weights)
+            out = None if kept is False else kept.score(scored, every)
         return out
 
-    def _soft(self, cons: list[Constraint]) -> _SoftPlan:
-        """The ScheduleAnyway constraints of ``cons``, kept per constraints list (by identity, as the lists are
-        kept)."""
-        hit = self._soft_of.get(id(cons))
+    def _plan(self, cons: list[Constraint]) -> _Plan:
+        """The DoNotSchedule and ScheduleAnyway constraints of ``cons``, kept per constraints list (by identity, as
+        the lists are kept)."""
+        hit = self._plans.get(id(cons))
         if hit is None or hit.cons is not cons:
-            hit = self._soft_of[id(cons)] = _SoftPlan(cons)
+            hit = self._plans[id(cons)] = _Plan(cons)
         return hit
 
     def direct_score(self, pod: PodView, soft: Sequence[Constraint], scored: BoolArray, has_all: BoolArray | None,
@@ -366,7 +365,7 @@ class SpreadCheck:
         np.add(raw, 0.5, out=raw)   # math.Round of non-negative values: floor(x + 0.5)
         return _normalised(np.floor(raw, out=raw).astype(np.int64), scored)
 
-    def _score_key(self, pod: PodView, plan: _SoftPlan) -> Hashable:
+    def _score_key(self, pod: PodView, plan: _Plan) -> Hashable:
         """What a pod's soft score depends on besides the counts and the scored nodes: its constraints (the kept
         list), namespace, and the node affinity and tolerations that decide which nodes count when the constraints
         honour them."""
@@ -386,7 +385,8 @@ class SpreadCheck:
             ids, ndom = self.domains(c.spec.topology_key)
             matcher: Matcher = ((frozenset({pod.namespace}), c.spec.selector),)
             within = self._present[c.spec.topology_key] if has_all is None else has_all
-            parts.append(SoftPart(c.spec.max_skew, ids, ndom, self._one_per_node[c.spec.topology_key],
+            own = self._one_per_node[c.spec.topology_key]
+            parts.append(SoftPart(c.spec.max_skew, ids, ndom, own, own or c.spec.topology_key == HOSTNAME,
                                   self._counting(pod, c, within),
                                   self.index.counts(matcher, include_terminating=False), self.index.moved(matcher)))
         return KeptSoftScore.make(parts, len(self.labels))
@@ -443,6 +443,11 @@ class SpreadCheck:
         per_domain[:ndom] = dom * weight + (c.spec.max_skew - 1)
         out: FloatArray = per_domain[ids]
         return out
+
+
+def _read_only(mask: BoolArray) -> BoolArray:
+    mask.flags.writeable = False
+    return mask
 
 
 def _normalised(scores: IntArray, scored: BoolArray) -> IntArray:

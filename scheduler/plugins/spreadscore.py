@@ -31,14 +31,16 @@ MAX_COMBINATIONS = 1024
 @dataclass(frozen=True, slots=True)
 class SoftPart:
     """One ScheduleAnyway constraint as the kept score reads it: the domain ids of its key per node (-1 without the
-    key) and their number, whether every node is a domain of its own, the nodes whose pods count (None: every
-    node), and the pod index's non-terminating counts of its matcher with their log of moved nodes (both kept
-    current in place by the index)."""
+    key) and their number, whether every node is a domain of its own, whether its weight counts the nodes scored
+    (else the domains holding one), the nodes whose pods count (None: every node), and the pod index's
+    non-terminating counts of its matcher with their log of moved nodes (both kept current in place by the
+    index)."""
 
     max_skew: int
     ids: IntArray
     ndom: int
     own: bool
+    by_node: bool
     counting: BoolArray | None
     counts: IntArray
     moved: list[int]
@@ -117,20 +119,21 @@ class KeptSoftScore:
             nodes = set(log[level.at:])
             level.at = len(log)
             for i in nodes:
-                new = int(part.counts[i])
-                delta = new - int(level.seen[i])
+                new = part.counts.item(i)
+                delta = new - level.seen.item(i)
                 if not delta:
                     continue
                 level.seen[i] = new
-                if part.counting is not None and not part.counting[i]:
+                if part.counting is not None and not part.counting.item(i):
                     continue
                 if not part.own:
-                    if part.ids[i] >= 0:
-                        level.domain_counts[int(part.ids[i])] += delta
+                    domain = part.ids.item(i)
+                    if domain >= 0:
+                        level.domain_counts[domain] += delta
                     continue
                 if new >= level.radix:
                     return False
-                old = int(self.combination[i])
+                old = self.combination.item(i)
                 self.combination[i] = old + delta * level.stride
                 self.histogram[old] -= 1
                 self.histogram[old + delta * level.stride] += 1
@@ -145,19 +148,31 @@ class KeptSoftScore:
             raw = values if not k else [r + v for v in values for r in raw]
         return [math.floor(r + 0.5) for r in raw]   # math.Round of non-negative values
 
-    def score(self, scored: BoolArray, every: int, weights: Sequence[float]) -> IntArray | None:
-        """kube's normalised score (0..100, 0 on the nodes not scored) with each part's ``weights`` (its
-        log(domains + 2)), ``every`` being how many nodes are scored; None when the kept state must be made anew."""
+    def _weights(self, every: int, counts: Sequence[int]) -> list[float]:
+        """Each part's log(domains scored + 2): the ``every`` nodes scored, or the domains of the combinations some
+        scored node has (``counts``: the scored nodes per combination)."""
+        out = []
+        for level in self.levels:
+            size = every
+            if not level.part.by_node:
+                stride, radix, missing = level.stride, level.radix, level.part.ndom
+                size = len({c // stride % radix for c, k in enumerate(counts) if k} - {missing})
+            out.append(math.log(size + 2))
+        return out
+
+    def score(self, scored: BoolArray, every: int) -> IntArray | None:
+        """kube's normalised score (0..100, 0 on the nodes not scored), ``every`` being how many nodes are scored;
+        None when the kept state must be made anew."""
         if not self._catch_up():
             return None
         n = len(self.combination)
         if not every:
             return np.zeros(n, dtype=np.int64)
-        table = self._table(weights)
         counts = self.histogram
         if every != n:
             unscored = np.bincount(self.combination[~scored], minlength=len(counts)).tolist()
             counts = [c - u for c, u in zip(counts, unscored, strict=True)]
+        table = self._table(self._weights(every, counts))
         among = [s for s, c in zip(table, counts, strict=True) if c]
         hi, lo = max(among), min(among)
         if hi == 0:
