@@ -303,13 +303,17 @@ class PodView:
             resources = pod_resources(obj)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
+        # each field's name for an error is made only when the field is there (a pending pod has none of these)
         owner_kind = ""
-        for ref in _maps(meta.get("ownerReferences"), f"{where}: metadata.ownerReferences"):
+        refs = meta.get("ownerReferences")
+        for ref in _maps(refs, f"{where}: metadata.ownerReferences") if refs is not None else ():
             if ref.get("controller", True):
                 owner_kind = str(ref.get("kind", ""))
                 break
-        ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
+        conditions = status.get("conditions")
+        ready = conditions is not None and _ready(conditions, f"{where}: status.conditions") is True
         prio = spec.get("priority")
+        created, started = meta.get("creationTimestamp"), status.get("startTime")
         koord = koord_qos(obj, resources.qos)
         return _pod_view(
             namespace=ns,
@@ -319,7 +323,7 @@ class PodView:
             annotations=dict(meta.get("annotations") or {}),
             node_name=str(spec.get("nodeName", "") or ""),
             phase=str(status.get("phase", "Pending") or "Pending"),
-            priority=_integer(prio, 0, f"{where}: spec.priority"),
+            priority=_integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0,
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
             scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
             qos=resources.qos,
@@ -329,8 +333,8 @@ class PodView:
             nonzero_requests=resources.nonzero_requests,
             limits=resources.limits,
             owner_kind=owner_kind,
-            creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
-            start_time=_time(status.get("startTime"), f"{where}: status.startTime"),
+            creation_time=_time(created, f"{where}: metadata.creationTimestamp") if created else None,
+            start_time=_time(started, f"{where}: status.startTime") if started else None,
             deleting=bool(meta.get("deletionTimestamp")),
             ready=ready,
             node_selector=dict(spec.get("nodeSelector") or {}),

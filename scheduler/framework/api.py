@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, is_not, or_
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -799,3 +801,24 @@ class QueueInfo:
 
 def on_node(status: TaskStatus) -> bool:
     return status in _ON_NODE
+
+
+# the counts behind JobInfo's pending_best_effort_num, waiting_task_num and may_be_unsettled, read by C loops
+_PENDING_BEST_EFFORT = attrgetter("_pending_best_effort")
+_WAITING = attrgetter("_waiting")
+_UNSETTLED = attrgetter("_unsettled")
+_MOVED = attrgetter("_moved")
+_PODGROUP = attrgetter("podgroup")
+
+
+def with_backfill_work(jobs: Collection[JobInfo]) -> Iterator[JobInfo]:
+    """The jobs (in order) with a pending best-effort task or a waiting one, sifted out by C loops: at steady state
+    most jobs are bound groups of one, and a Python call per job is most of a walk's cost."""
+    return compress(jobs, map(or_, map(_PENDING_BEST_EFFORT, jobs), map(_WAITING, jobs)))
+
+
+def unsettled_or_grouped(jobs: Collection[JobInfo]) -> Iterator[JobInfo]:
+    """The jobs (in order) that may be unsettled or have a PodGroup, sifted out by C loops; a superset of those
+    whose ``may_be_unsettled()`` is true (a caller asks it again)."""
+    unsettled = map(or_, map(_UNSETTLED, jobs), map(_MOVED, jobs))
+    return compress(jobs, map(or_, unsettled, map(is_not, map(_PODGROUP, jobs), repeat(None))))

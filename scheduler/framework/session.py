@@ -583,6 +583,9 @@ class Session:
         if any(k is None for k in parts):
             return self.job_queue()
         fns: list[Callable[[JobInfo], Any]] = [k for k in parts if k is not None]
+        if len(fns) == 3:   # the default conf's priority, gang and drf: the same tuple without a list per push
+            k0, k1, k2 = fns
+            return KeyedQueue(lambda job: (k0(job), k1(job), k2(job), job.creation_time, job.uid))
         return KeyedQueue(lambda job: (*[k(job) for k in fns], job.creation_time, job.uid))
 
     def task_queue(self, tasks: Iterable[TaskInfo] = ()) -> PriorityQueue[TaskInfo]:
