@@ -70,6 +70,7 @@ class NodeArrays:
         self.task_count = np.zeros(n, dtype=np.int64)
         # every row changed by add/remove, in order: lets row-local computations redo only those rows
         self.changes: list[int] = []
+        self._since: tuple[int, int, IntArray] | None = None   # the last changed_since answer, with its range
         # columns the fit check skips: extended resources NodeResourcesFit is told to ignore (ignoredResources,
         # ignoredResourceGroups), which something else (an extender, a device plugin's own scheduler) accounts
         self.fit_ignored: npt.NDArray[np.bool_] | None = None
@@ -91,6 +92,7 @@ class NodeArrays:
         out.nonzero_requested = self.nonzero_requested.copy(order="F")
         out.task_count = self.task_count.copy()
         out.changes = []
+        out._since = None
         out.fit_ignored = None
         return out
 
@@ -109,6 +111,19 @@ class NodeArrays:
         """Every per-node matrix of the accounting: what a computation over a node's row of them may read."""
         return [self.allocatable, self.idle, self.used, self.releasing, self.pipelined, self.nonzero_requested,
                 self.task_count]
+
+    def changed_since(self, seen: int) -> IntArray:
+        """The rows logged after the first ``seen`` entries of the change log, each once, sorted (read-only).  The
+        last answer is kept: the row caches of one pod (its resource check, filters and scores), last brought up to
+        date at the same earlier pod, ask for the same rows in turn."""
+        end = len(self.changes)
+        last = self._since
+        if last is not None and last[0] == seen and last[1] == end:
+            return last[2]
+        rows = _distinct_rows(self.changes[seen:], None)
+        rows.flags.writeable = False
+        self._since = (seen, end, rows)
+        return rows
 
     def future_idle(self) -> IntArray:
         return self.idle + self.releasing - self.pipelined
@@ -248,7 +263,8 @@ class RowCache:
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
         elif hit.seen < len(log) or hit.stale is not None:
-            rows = _distinct_rows(log[hit.seen:], hit.stale)
+            rows = (self.arrays.changed_since(hit.seen) if hit.stale is None
+                    else _distinct_rows(log[hit.seen:], hit.stale))
             if len(rows):
                 hit.value[rows] = compute(rows)
             hit.seen = len(log)

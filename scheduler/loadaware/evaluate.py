@@ -199,6 +199,7 @@ class LoadAwareState:
             caps = waterline_percent.astype(np.int64)
             self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
+        self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
         self.now = now
@@ -253,6 +254,7 @@ class LoadAwareState:
         rows = self._rows(i, metric, self.cache.pods_on(name))
         if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
+            self._valid = None
         self.has_status[i] = rows.has_status
         k = len(self.names)
         self.load_filter[i] = rows.values[:k]
@@ -346,9 +348,27 @@ class LoadAwareState:
     def filter_packed(self, estimate: IntArray, *, is_prod: bool, rows: IntArray | None = None) -> IntArray:
         """``packed(filter(...))`` of a pod that is not a daemon pod, on every node or on ``rows``: a few rows (what
         a row cache recomputes after a placement) node by node in Python, with the same arithmetic."""
-        if rows is None or len(rows) > ROW_BY_ROW:
+        if rows is not None and len(rows) <= ROW_BY_ROW:
+            return np.array(self._packed_rows(rows, estimate.tolist(), is_prod), dtype=np.int64)
+        static = self._static_masks(is_prod)
+        if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
-        return np.array(self._packed_rows(rows, estimate.tolist(), is_prod), dtype=np.int64)
+        return self._packed_plain(estimate, static, rows)
+
+    def _packed_plain(self, estimate: IntArray, static: _Static, rows: IntArray | None) -> IntArray:
+        """:meth:`filter`'s packed outcome where no node takes prod thresholds nor has a waterline cap: the
+        threshold check alone, in fewer NumPy calls (the same arithmetic and outcome)."""
+        _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = static
+        if rows is not None:
+            thr, code, thr_on = thr[rows], code[rows], thr_on[rows]
+        pct = self.used_percent(self.load_filter if rows is None else self.load_filter[rows], estimate, rows)
+        over = thr_on & (pct > thr)
+        failing = over.any(axis=1)
+        base: IntArray = code * _PACK
+        if not failing.any():
+            return base
+        out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
+        return out
 
     def _packed_rows(self, rows: IntArray, est: list[int], is_prod: bool) -> list[int]:
         """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows (each
@@ -448,7 +468,7 @@ class LoadAwareState:
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
             return np.array(self._score_rows(rows, load, estimate.tolist()), dtype=np.int64)
-        valid = self.has_metric & ~self.expired & self.has_status
+        valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
         used = load + estimate[None, :]
@@ -461,13 +481,21 @@ class LoadAwareState:
         out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
         return np.where(valid, out, 0).astype(np.int64)
 
+    def _scored(self) -> BoolArray:
+        """The nodes the score reads a load of (a NodeMetric, not expired, with a status), kept until a node's
+        status changes."""
+        valid = self._valid
+        if valid is None:
+            valid = self._valid = self.has_metric & ~self.expired & self.has_status
+        return valid
+
     def _score_rows(self, rows: IntArray, load: IntArray, est: list[int]) -> list[int]:
         """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout;
         each matrix read in one gather of the rows)."""
         dominant = self.args.dominant_resource_weight
         weights = self.weights.tolist()
         wsum = sum(weights) + dominant
-        valid = (self.has_metric[rows] & ~self.expired[rows] & self.has_status[rows]).tolist()
+        valid = self._scored()[rows].tolist()
         out = []
         for ok, alloc_row, load_row in zip(valid, self.allocatable[rows].tolist(), load[rows].tolist(), strict=True):
             if not ok:
