@@ -526,8 +526,11 @@ def _aggregated_usages(nm: Mapping[str, Any], where: str) -> dict[float, dict[st
     """``status.nodeMetric.aggregatedNodeUsages``: duration seconds -> aggregation type -> usage (empty types
     left out)."""
     aggregated: dict[float, dict[str, Resources]] = {}
+    raw = nm.get("aggregatedNodeUsages")
+    if not raw and type(raw) is list:   # none reported (the field names below are made only when some are)
+        return aggregated
     at = f"{where}: status.nodeMetric.aggregatedNodeUsages"
-    for i, entry in enumerate(_maps(nm.get("aggregatedNodeUsages"), at)):
+    for i, entry in enumerate(_maps(raw, at)):
         d = _duration(entry.get("duration", "0"), f"{at}[{i}].duration")
         per: dict[str, Resources] = {}
         for agg, rmap in _map(entry.get("usage"), f"{at}[{i}].usage").items():
@@ -560,8 +563,11 @@ def _pods_metric(raw: Any, where: str) -> tuple[PodMetricView, ...]:
 
 def _aggregate_durations(policy: Mapping[str, Any], where: str) -> tuple[float, ...]:
     """``spec.metricCollectPolicy.nodeAggregatePolicy.durations`` (Koordinator's three when absent)."""
+    aggregate = policy.get("nodeAggregatePolicy")
+    if type(aggregate) is dict and not aggregate.get("durations"):   # the field name is made only when needed
+        return _DEFAULT_DURATION_SECONDS
     at = f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy"
-    raw = _map(policy.get("nodeAggregatePolicy"), at).get("durations")
+    raw = _map(aggregate, at).get("durations")
     if not raw:
         return _DEFAULT_DURATION_SECONDS
     if not isinstance(raw, list):

@@ -308,6 +308,9 @@ class MetricLoad:
         return out
 
 
+_PROD = PriorityClass.PROD.value   # a reported pod's priority text (an enum member's value is a property lookup)
+
+
 def _ints(res: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
     d = res.as_dict() if isinstance(res, Resources) else res
     return tuple([d.get(n, 0) for n in names])
@@ -321,7 +324,7 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     # the pods reported with a usage, by namespace/name (a later entry of the same pod replaces an earlier one)
     pod_usage: dict[str, tuple[int, ...]] = {}
     prod_reported: set[str] = set()
-    prod_value = PriorityClass.PROD.value
+    prod_value = _PROD
     two = len(names) == 2
     n0, n1 = names if two else ("", "")
     for p in metric.pods:
