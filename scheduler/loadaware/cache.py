@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.clock import parse_rfc3339
-from common.objects import NodeMetricView, PodView
+from common.objects import NodeMetricView, PodView, ReportedPod, ReportedPods
 from common.qos import PriorityClass
 from common.resources import Resources
 
@@ -327,13 +327,17 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     prod_value = _PROD
     two = len(names) == 2
     n0, n1 = names if two else ("", "")
-    for p in metric.pods:
-        usage = p.usage
+    pods = metric.pods
+    # as handed over by the agent: who each pod is and its usage's quantities, no view made (the same numbers)
+    reported: Iterable[tuple[ReportedPod, Mapping[str, int]]] = (
+        zip(pods.pods, pods.usages, strict=True) if type(pods) is ReportedPods else ((p, p.usage) for p in pods))
+    for p, usage in reported:
         if not usage:
             continue
         key = f"{p.namespace}/{p.name}"
-        # a Resources reads 0 for a name it lacks
-        pod_usage[key] = (usage[n0], usage[n1]) if two else tuple([usage[n] for n in names])
+        # a Resources, like the quantities handed over, holds no zero: a name it lacks reads 0
+        get = usage.get
+        pod_usage[key] = (get(n0, 0), get(n1, 0)) if two else tuple([get(n, 0) for n in names])
         if p.priority == prod_value:
             prod_reported.add(key)
         else:
