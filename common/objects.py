@@ -19,6 +19,7 @@ from common.podshape import check_pod, check_strings
 from common.podspec import pod_resources
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
+from common.slots import slot_filler
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -303,15 +304,19 @@ class PodView:
             resources = pod_resources(obj)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
+        # each field's name for an error is made only when the field is there (a pending pod has none of these)
         owner_kind = ""
-        for ref in _maps(meta.get("ownerReferences"), f"{where}: metadata.ownerReferences"):
+        refs = meta.get("ownerReferences")
+        for ref in _maps(refs, f"{where}: metadata.ownerReferences") if refs is not None else ():
             if ref.get("controller", True):
                 owner_kind = str(ref.get("kind", ""))
                 break
-        ready = _ready(status.get("conditions"), f"{where}: status.conditions") is True
+        conditions = status.get("conditions")
+        ready = conditions is not None and _ready(conditions, f"{where}: status.conditions") is True
         prio = spec.get("priority")
+        created, started = meta.get("creationTimestamp"), status.get("startTime")
         koord = koord_qos(obj, resources.qos)
-        return cls(
+        return _pod_view(
             namespace=ns,
             name=name,
             uid=str(meta.get("uid", "")),
@@ -319,7 +324,7 @@ class PodView:
             annotations=dict(meta.get("annotations") or {}),
             node_name=str(spec.get("nodeName", "") or ""),
             phase=str(status.get("phase", "Pending") or "Pending"),
-            priority=_integer(prio, 0, f"{where}: spec.priority"),
+            priority=_integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0,
             priority_class_name=str(spec.get("priorityClassName", "") or ""),
             scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
             qos=resources.qos,
@@ -329,8 +334,8 @@ class PodView:
             nonzero_requests=resources.nonzero_requests,
             limits=resources.limits,
             owner_kind=owner_kind,
-            creation_time=_time(meta.get("creationTimestamp"), f"{where}: metadata.creationTimestamp"),
-            start_time=_time(status.get("startTime"), f"{where}: status.startTime"),
+            creation_time=_time(created, f"{where}: metadata.creationTimestamp") if created else None,
+            start_time=_time(started, f"{where}: status.startTime") if started else None,
             deleting=bool(meta.get("deletionTimestamp")),
             ready=ready,
             node_selector=dict(spec.get("nodeSelector") or {}),
@@ -365,7 +370,7 @@ class PodView:
             start_time = _time(status.get("startTime"), "status.startTime")
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
-        return PodView(
+        return _pod_view(
             namespace=self.namespace, name=self.name, uid=self.uid, labels=labels, annotations=annotations,
             node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
             priority=self.priority, priority_class_name=self.priority_class_name, scheduler_name=self.scheduler_name,
@@ -395,6 +400,16 @@ class PodView:
         check_strings(raw, "metadata.annotations")
         annotations = dict(raw or {})
         return self.annotations if annotations == self.annotations else annotations
+
+
+_fill_pod_view = slot_filler(PodView)
+
+
+def _pod_view(**values: Any) -> PodView:
+    """``PodView(**values)`` (every field given), its slots set directly instead of through the frozen dataclass's
+    ``object.__setattr__`` per field: a view is made for every new pod and every bind."""
+    view: PodView = _fill_pod_view(object.__new__(PodView), **values)
+    return view
 
 
 # the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full

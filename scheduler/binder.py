@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
 from common.objects import PodView
+from common.slots import slot_filler
 from scheduler.cache import SchedulerCache
 from scheduler.framework.api import TaskInfo
 
@@ -52,6 +53,18 @@ class EventLimiter:
     def forget(self, kind: str, key: str) -> None:
         for k in [k for k in self._last if k[0] == kind and k[1] == key]:
             del self._last[k]
+
+
+_fill_event = slot_filler(EventRecord)
+
+
+def _event(kind: str, name: str, namespace: str, reason: str, message: str, type_: str, uid: str, component: str,
+           action: str) -> EventRecord:
+    """``EventRecord(kind, name, namespace, reason, message, type_, uid, component, action)``, its slots set
+    directly instead of through the frozen dataclass's ``object.__setattr__`` per field (an event per bind)."""
+    event: EventRecord = _fill_event(object.__new__(EventRecord), kind, name, namespace, reason, message, type_, uid,
+                                     component, action, {})
+    return event
 
 
 @dataclass(slots=True)
@@ -108,11 +121,11 @@ class Binder:
         return False
 
     def _bound(self, pod: PodView, node: str) -> bool:
-        self.cache.assume(pod.key, node)
-        self.stats.bound.append((pod.key, node))
-        self.events.emit(EventRecord(kind="Pod", name=pod.name, namespace=pod.namespace, uid=pod.uid,
-                                     reason="Scheduled", type="Normal", component=COMPONENT, action="Binding",
-                                     message=f"Successfully assigned {pod.key} to {node}"))
+        key = pod.key
+        self.cache.assume(key, node)
+        self.stats.bound.append((key, node))
+        self.events.emit(_event("Pod", pod.name, pod.namespace, "Scheduled", f"Successfully assigned {key} to {node}",
+                                "Normal", pod.uid, COMPONENT, "Binding"))
         return True
 
     def _stored(self, pod: PodView, node: str) -> bool:

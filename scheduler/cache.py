@@ -104,39 +104,42 @@ class SchedulerCache:
 
     def _handler(self, kind: str) -> Callable[[WatchEvent], None]:
         parse = _PARSERS[kind]
+        objects = self._objects[kind]
+        pods = kind == "Pod"
 
         def handle(event: WatchEvent) -> None:
             if event.type == "BOOKMARK":
                 return
-            key = _key(event.object)
+            obj = event.object
+            key = _key(obj)
             with self._lock:
                 if event.type == "DELETED":
                     self._changed(kind, key, removed=True)
-                    self._objects[kind].pop(key, None)
-                    if kind == "Pod":
+                    objects.pop(key, None)
+                    if pods:
                         self._assumed.pop(key, None)
                     return
                 try:
                     view = None
-                    if kind == "Pod":
-                        old = self._objects["Pod"].get(key)
+                    if pods:
+                        old = objects.get(key)
                         # binds and status updates, the common events, keep what the pod's spec parsed to
-                        view = old.refreshed(event.object) if isinstance(old, PodView) else None
+                        view = old.refreshed(obj) if type(old) is PodView else None
                     if view is None:
-                        view = parse(event.object)
+                        view = parse(obj)
                 except ValueError as exc:
                     # a malformed object is skipped, not fatal; the previous version (if any) is dropped too
                     self._changed(kind, key, removed=True)
                     self.parse_errors[f"{kind} {key}"] = str(exc)
-                    self._objects[kind].pop(key, None)
+                    objects.pop(key, None)
                     # the views' messages already start with the object ("Pod ns/name: spec...")
                     log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
                 self._changed(kind, key)
                 if self.parse_errors:
                     self.parse_errors.pop(f"{kind} {key}", None)
-                self._objects[kind][key] = view
-                a = self._assumed.get(key) if kind == "Pod" else None
+                objects[key] = view
+                a = self._assumed.get(key) if pods else None
                 if a is not None and (view.node_name or view.terminal or (a.uid and view.uid != a.uid)):
                     del self._assumed[key]   # the watch confirmed the binding (or the pod is gone or recreated)
         return handle

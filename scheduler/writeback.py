@@ -15,7 +15,7 @@ from common.cluster import ApiError, Cluster, EventRecord
 from common.resources import Resources
 from scheduler.batch import writeback as batch_wb
 from scheduler.batch.lifecycle import PodGroupPhase, status_changed
-from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
+from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus, unsettled_or_grouped
 from scheduler.framework.memo import IdentityMemo, SessionMemo
 from scheduler.framework.session import Session
 
@@ -99,7 +99,7 @@ class WriteBack:
         self._unchanged.rotate()
         grouped: list[tuple[str, PodGroupPhase]] = []
         moved: list[str] = []   # the jobs whose tasks may have changed status in the session
-        for job in ssn.jobs.values():
+        for job in unsettled_or_grouped(ssn.jobs.values()):   # the others need nothing
             if job.may_be_unsettled():   # else no task is Pending, Pipelined or Allocated, nor moved
                 moved.append(job.uid)
                 self._pods(ssn, job, stats)

@@ -248,7 +248,7 @@ class MemoryCluster:
         """Store a copy of ``obj`` as a new object and emit it; the new version's :class:`_Copies`."""
         info = kind_info(kind)
         with self._lock:
-            new = _copy_in(dict(obj))
+            new = _copy_in(obj if type(obj) is dict else dict(obj))
             meta = new.setdefault("metadata", {})
             if not meta.get("name"):
                 if meta.get("generateName"):
@@ -259,8 +259,9 @@ class MemoryCluster:
                 meta["namespace"] = meta.get("namespace") or "default"
             else:
                 meta.pop("namespace", None)
-            key = self._key(kind, meta["name"], meta.get("namespace"))
-            bucket = self._bucket(kind)
+            # _key and _bucket, with the kind's info looked up once
+            key = (meta.get("namespace") or "default" if info.namespaced else "", meta["name"])
+            bucket = self._objects.setdefault(kind, {})
             if key in bucket:
                 raise Conflict(f'{info.plural} "{meta["name"]}" already exists', reason="AlreadyExists")
             new["apiVersion"] = info.api_version
@@ -291,7 +292,7 @@ class MemoryCluster:
         Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
         """
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
-        self._bucket(kind)[key] = new
+        self._objects.setdefault(kind, {})[key] = new   # _bucket: the kind was checked to find the object
         copies = _Copies(new)
         self._emit(kind, "MODIFIED", new, copies)
         return copies.copy() if copy_back else new
@@ -433,14 +434,14 @@ class MemoryCluster:
     def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
         with self._lock:
             key = ("default" if not namespace else namespace, name)
-            cur = self._bucket("Pod").get(key)
+            cur = self._objects.setdefault("Pod", {}).get(key)
             if cur is None:
                 raise NotFound(f'pods "{name}" not found')
             if uid and cur["metadata"].get("uid") != uid:
                 raise Conflict(f'pods "{name}": uid mismatch (the pod was recreated)')
             if cur.get("spec", {}).get("nodeName"):
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
-            if ("", node) not in self._bucket("Node"):
+            if ("", node) not in self._objects.setdefault("Node", {}):
                 raise NotFound(f'nodes "{node}" not found')
             new = {**cur, "spec": {**cur.get("spec", {}), "nodeName": node}}  # copy-on-write
             if self.auto_run:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus
+from scheduler.framework.api import JobInfo, TaskInfo, TaskStatus, with_backfill_work
 from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best
 from scheduler.framework.plugin import register_action
 from scheduler.framework.session import Session
@@ -42,8 +42,8 @@ class Backfill:
         Only jobs that hold such a task are validated and sorted: the others contribute nothing, and since the job
         order is total (it ends on creation time and uid) the candidates' relative order is the same either way."""
         by_queue: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
-        for job in ssn.jobs.values():
-            if not (job.pending_best_effort_num() or job.waiting_task_num()) or job.is_pending():
+        for job in with_backfill_work(ssn.jobs.values()):
+            if job.is_pending():
                 continue
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) if t.best_effort and not t.gated]
             if tasks and ssn.job_valid(job) is None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from common.resources import CPU, MEMORY, Resources
+from common.resources import CPU, MEMORY, PODS, Resources
 from scheduler.batch.quota import (
     dominant_share,
     exceeded_part,
@@ -136,7 +136,10 @@ def allocatable(allocated: Mapping[str, int], request: Mapping[str, int], deserv
 
     An empty list means the task may be allocated in its queue.
     """
-    return exceeding_requested(sum_resources((allocated, request)), deserved, request)
+    # exceeding_requested(sum_resources((allocated, request)), deserved, request), without the sum's vector: asked
+    # for every pod allocate places
+    return sorted(name for name, amount in request.items()
+                  if amount > 0 and name != PODS and allocated.get(name, 0) + amount > deserved.get(name, 0))
 
 
 def reclaim_victims(

@@ -98,10 +98,10 @@ def dominant_share(allocated: Mapping[str, int], total: Mapping[str, int]) -> tu
     """
     best = 0.0
     best_name = ""
-    for name in sorted(total):
-        if total[name] <= 0:
+    for name, amount in sorted(total.items()):   # names are unique: sorted by name
+        if amount <= 0:
             continue
-        value = share(allocated.get(name, 0), total[name])
+        value = allocated.get(name, 0) / amount   # share() of a positive total; every drf and proportion step
         if value > best or not best_name:
             best, best_name = value, name
     return best, best_name

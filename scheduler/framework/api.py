@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, is_not, or_
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -18,6 +20,7 @@ import numpy.typing as npt
 
 from common.objects import NodeView, PodGroupView, PodView, QueueView
 from common.resources import PODS, Resources
+from common.slots import slot_filler
 
 if TYPE_CHECKING:
     from .arrays import NodeArrays
@@ -228,8 +231,7 @@ class TaskInfo(Tracked):
         else:
             task = renew
             _note(task)
-        for put, value in zip(_TASK_SETTERS, values, strict=True):
-            put(task, value)
+        _fill_task(task, *values)
         return task
 
     @classmethod
@@ -239,13 +241,7 @@ class TaskInfo(Tracked):
         return TaskTemplate.of(pod, columns).task(pod, job)
 
 
-def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot setter of each field of a dataclass, in the fields' order: what its ``__init__`` sets, without going
-    through the class's ``__setattr__``."""
-    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
-
-
-_TASK_SETTERS = _slot_setters(TaskInfo)
+_fill_task = slot_filler(TaskInfo)
 _INDEX_RE = re.compile(r"^-?\d+$")
 
 
@@ -363,8 +359,7 @@ class JobInfo:
         values = (uid, name, namespace, queue, priority, 1, members, _NO_RESOURCES, None, phase, creation_time, True,
                   tasks, index, allocated, fit_errors, "", False, None,
                   ready, waiting, valid, best_effort, pending, unsettled, False)
-        for put, value in zip(_JOB_SETTERS, values, strict=True):
-            put(job, value)
+        _fill_job(job, *values)
         return job
 
     # ---- bookkeeping --------------------------------------------------------------------------------------------
@@ -635,7 +630,7 @@ class JobInfo:
         return total
 
 
-_JOB_SETTERS = _slot_setters(JobInfo)
+_fill_job = slot_filler(JobInfo)
 
 
 class NotedJob(JobInfo):
@@ -743,8 +738,32 @@ class NodeInfo:
         if self.tasks.pop(task.uid, None) is not None:
             self.arrays.remove(self.index, task.vector, task.status, task.nonzero)
 
+    def restatus(self, task: TaskInfo, was: TaskStatus) -> None:
+        """``remove_task`` of ``task`` as it was in status ``was``, then ``add_task`` of it as it is now: the same
+        task order and change log, with the accounting left as it is when both statuses count alike (Allocated
+        to Binding, a bind's move: the removal and the addition would cancel out exactly)."""
+        uid, i = task.uid, self.index
+        present = self.tasks.pop(uid, None) is not None
+        self.tasks[uid] = task
+        if present and _accounted_alike(was, task.status):
+            self.arrays.changes += (i, i)
+            return
+        if present:
+            self.arrays.remove(i, task.vector, was, task.nonzero)
+        self.arrays.add(i, task.vector, task.status, task.nonzero)
+
     def pods(self) -> list[PodView]:
         return [t.pod for t in self.tasks.values() if t.status in _ON_NODE]
+
+
+# the statuses the node arrays account apart (pipelined, releasing): any other two count alike when both are on the
+# node or both are off it
+_APART = frozenset({TaskStatus.PIPELINED, TaskStatus.RELEASING})
+
+
+def _accounted_alike(a: TaskStatus, b: TaskStatus) -> bool:
+    """Whether a task adds the same to the node arrays in status ``a`` as in ``b``."""
+    return a is b or (a not in _APART and b not in _APART and (a in _ON_NODE) == (b in _ON_NODE))
 
 
 @dataclass(slots=True, eq=False)
@@ -782,3 +801,24 @@ class QueueInfo:
 
 def on_node(status: TaskStatus) -> bool:
     return status in _ON_NODE
+
+
+# the counts behind JobInfo's pending_best_effort_num, waiting_task_num and may_be_unsettled, read by C loops
+_PENDING_BEST_EFFORT = attrgetter("_pending_best_effort")
+_WAITING = attrgetter("_waiting")
+_UNSETTLED = attrgetter("_unsettled")
+_MOVED = attrgetter("_moved")
+_PODGROUP = attrgetter("podgroup")
+
+
+def with_backfill_work(jobs: Collection[JobInfo]) -> Iterator[JobInfo]:
+    """The jobs (in order) with a pending best-effort task or a waiting one, sifted out by C loops: at steady state
+    most jobs are bound groups of one, and a Python call per job is most of a walk's cost."""
+    return compress(jobs, map(or_, map(_PENDING_BEST_EFFORT, jobs), map(_WAITING, jobs)))
+
+
+def unsettled_or_grouped(jobs: Collection[JobInfo]) -> Iterator[JobInfo]:
+    """The jobs (in order) that may be unsettled or have a PodGroup, sifted out by C loops; a superset of those
+    whose ``may_be_unsettled()`` is true (a caller asks it again)."""
+    unsettled = map(or_, map(_UNSETTLED, jobs), map(_MOVED, jobs))
+    return compress(jobs, map(or_, unsettled, map(is_not, map(_PODGROUP, jobs), repeat(None))))

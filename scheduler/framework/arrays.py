@@ -6,6 +6,7 @@ check or score over every node reads whole columns, not a few values of every ro
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,8 +14,9 @@ import numpy.typing as npt
 from common.resources import CPU, MEMORY, PODS, Resources
 
 from .api import TaskStatus, on_node
+from .memo import SessionMemo
 
-__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "resource_columns"]
+__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -68,6 +70,7 @@ class NodeArrays:
         self.task_count = np.zeros(n, dtype=np.int64)
         # every row changed by add/remove, in order: lets row-local computations redo only those rows
         self.changes: list[int] = []
+        self._since: tuple[int, int, IntArray] | None = None   # the last changed_since answer, with its range
         # columns the fit check skips: extended resources NodeResourcesFit is told to ignore (ignoredResources,
         # ignoredResourceGroups), which something else (an extender, a device plugin's own scheduler) accounts
         self.fit_ignored: npt.NDArray[np.bool_] | None = None
@@ -89,6 +92,7 @@ class NodeArrays:
         out.nonzero_requested = self.nonzero_requested.copy(order="F")
         out.task_count = self.task_count.copy()
         out.changes = []
+        out._since = None
         out.fit_ignored = None
         return out
 
@@ -102,6 +106,24 @@ class NodeArrays:
 
     def to_resources(self, row: IntArray) -> Resources:
         return Resources({c: int(v) for c, v in zip(self.columns, row.tolist(), strict=True) if v})
+
+    def row_inputs(self) -> list[npt.NDArray[Any]]:
+        """Every per-node matrix of the accounting: what a computation over a node's row of them may read."""
+        return [self.allocatable, self.idle, self.used, self.releasing, self.pipelined, self.nonzero_requested,
+                self.task_count]
+
+    def changed_since(self, seen: int) -> IntArray:
+        """The rows logged after the first ``seen`` entries of the change log, each once, sorted (read-only).  The
+        last answer is kept: the row caches of one pod (its resource check, filters and scores), last brought up to
+        date at the same earlier pod, ask for the same rows in turn."""
+        end = len(self.changes)
+        last = self._since
+        if last is not None and last[0] == seen and last[1] == end:
+            return last[2]
+        rows = _distinct_rows(self.changes[seen:], None)
+        rows.flags.writeable = False
+        self._since = (seen, end, rows)
+        return rows
 
     def future_idle(self) -> IntArray:
         return self.idle + self.releasing - self.pipelined
@@ -193,13 +215,28 @@ class NodeArrays:
 
 
 class _Rows:
-    """One signature's values and how much of the change log they have seen."""
+    """One signature's values, how much of the change log they have seen, and the rows to compute anew besides
+    the log's: a mask over the nodes, set when the cache was carried into another session (:meth:`RowCache.carry`;
+    shared between entries, never written in place)."""
 
-    __slots__ = ("value", "seen")
+    __slots__ = ("value", "seen", "stale")
 
     def __init__(self, value: IntArray, seen: int) -> None:
         self.value = value
         self.seen = seen
+        self.stale: npt.NDArray[np.bool_] | None = None
+
+
+def _distinct_rows(changed: list[int], stale: npt.NDArray[np.bool_] | None) -> IntArray:
+    """The rows in ``changed`` (a piece of the change log) and those ``stale`` marks, each once, sorted."""
+    if stale is not None:
+        mask = stale.copy()
+        mask[changed] = True
+        return np.flatnonzero(mask)
+    # a few hundred changes (the placements since this signature's last pod, a few log entries each) sort faster
+    # in Python than in NumPy
+    return (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 256
+            else np.unique(np.asarray(changed, dtype=np.int64)))
 
 
 class RowCache:
@@ -208,7 +245,8 @@ class RowCache:
     Pods with the same signature — replicas of one workload, or the few shapes of a mixed workload taking turns —
     reuse the values last computed for it, recomputing only the rows the node arrays logged as changed since.
     Up to ``slots`` signatures are kept (the least recently used goes first).  ``compute(rows)`` must return the
-    values for ``rows`` (an index array), or for every node when ``rows`` is None.
+    values for ``rows`` (an index array), or for every node when ``rows`` is None.  A cache may be carried into
+    the next session (:func:`carried_caches`), its entries then recomputing the rows whose inputs changed.
     """
 
     def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
@@ -224,13 +262,75 @@ class RowCache:
             hit = _Rows(np.asarray(compute(None), dtype=np.int64).copy(), len(log))
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
-        elif hit.seen < len(log):
-            changed = log[hit.seen:]
-            # a few hundred changes (the placements since this signature's last pod, a few log entries each) sort
-            # faster in Python than in NumPy
-            rows = (np.array(sorted(set(changed)), dtype=np.int64) if len(changed) < 256
-                    else np.unique(np.asarray(changed, dtype=np.int64)))
-            hit.value[rows] = compute(rows)
+        elif hit.seen < len(log) or hit.stale is not None:
+            rows = (self.arrays.changed_since(hit.seen) if hit.stale is None
+                    else _distinct_rows(log[hit.seen:], hit.stale))
+            if len(rows):
+                hit.value[rows] = compute(rows)
             hit.seen = len(log)
+            hit.stale = None
         entries[key] = hit   # most recently used last
         return hit.value.copy()
+
+    def carry(self, arrays: NodeArrays, changed: IntArray) -> None:
+        """Follow another session's ``arrays`` (the same rows and columns): every entry recomputes, when its
+        signature comes again, the rows ``changed`` (whose inputs differ from those it was last told of) and every
+        row the old arrays logged (changed in the session that had them, whether the entry saw it or not)."""
+        stale = np.zeros(len(arrays), dtype=np.bool_)
+        stale[changed] = True
+        stale[self.arrays.changes] = True
+        for hit in self._entries.values():
+            hit.stale = stale if hit.stale is None else hit.stale | stale
+            hit.seen = 0
+        self.arrays = arrays
+
+
+class _Carried:
+    """What a session leaves the next one of a family of row caches: copies of their inputs as it opened them,
+    and the caches."""
+
+    __slots__ = ("ident", "inputs", "caches")
+
+    def __init__(self, ident: object, inputs: list[npt.NDArray[Any]], caches: list[RowCache]) -> None:
+        self.ident = ident
+        self.inputs = inputs
+        self.caches = caches
+
+
+def _changed_rows(old: Sequence[npt.NDArray[Any]], new: Sequence[npt.NDArray[Any]]) -> IntArray | None:
+    """The rows where any of ``new`` differs from ``old`` (arrays paired in order, ``[nodes]`` or ``[nodes, k]``);
+    None when they are not laid out alike (another count of arrays, nodes or columns, another dtype)."""
+    if len(old) != len(new) or any(a.shape != b.shape or a.dtype != b.dtype for a, b in zip(old, new, strict=True)):
+        return None
+    differ: npt.NDArray[np.bool_] | None = None
+    for a, b in zip(old, new, strict=True):
+        ne = a != b
+        rows = ne if ne.ndim == 1 else ne.any(axis=1)
+        differ = rows if differ is None else differ | rows
+    return np.zeros(0, dtype=np.int64) if differ is None else np.flatnonzero(differ)
+
+
+def carried_caches(memo: SessionMemo, key: str, arrays: NodeArrays, ident: object,
+                   inputs: Sequence[npt.NDArray[Any]], count: int = 1, *, renewing: bool) -> list[RowCache]:
+    """``count`` row caches over ``arrays``: those the previous renewing session opened under ``key``, when it
+    is the session the memo's claim had before (``SessionMemo.carried``) and opened them with an equal ``ident``
+    and inputs laid out alike, else new ones.
+
+    ``ident`` stands for everything the caches' computations read besides the nodes' rows (configuration, the
+    resource columns ...); ``inputs`` are the per-node arrays they read (``[nodes]`` or ``[nodes, k]``), all of
+    them: a carried cache recomputes the rows where these differ from what the previous session opened with, plus
+    every row that session's arrays logged, so each entry holds what a fresh computation would give.  Only a
+    renewing session (the memo's claim holder, one at a time) carries caches; others get new ones."""
+    prev: _Carried | None = memo.carried(("rowcache", key)) if renewing else None
+    changed = None
+    if prev is not None and len(prev.caches) == count and prev.ident == ident:
+        changed = _changed_rows(prev.inputs, inputs)
+    if prev is not None and changed is not None:
+        caches = prev.caches
+        for cache in caches:
+            cache.carry(arrays, changed)
+    else:
+        caches = [RowCache(arrays) for _ in range(count)]
+    if renewing:
+        memo.carry(("rowcache", key), _Carried(ident, [a.copy(order="K") for a in inputs], caches))
+    return caches

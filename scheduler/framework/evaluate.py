@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .api import NodeInfo, TaskInfo
-from .arrays import NodeArrays, RowCache
+from .arrays import NodeArrays, RowCache, carried_caches
 from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def pre_predicate(ssn: Session, task: TaskInfo) -> Status | None:
     return None
 
 
-# one node's resource check as one integer (_fit_row): fits idle, fits future idle
+# one node's resource check as one integer (_fit_rows): fits idle, fits future idle
 FITS_IDLE, FITS_FUTURE = 1, 2
 # up to this many changed nodes (a few placements since the vector's last check) the check is redone node by node in
 # Python integers; past it the changed rows are checked as a vector, which costs about what NumPy calls on a few
@@ -104,8 +104,7 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray
     """Whether ``vec`` fits the idle resources (FITS_IDLE) and what will be idle once releasing pods are gone and
     pipelined ones arrived (FITS_FUTURE) of the nodes ``rows`` (every node when None), as bits of one integer."""
     if rows is not None and len(rows) <= ROW_BY_ROW:
-        values = vec.tolist()
-        return np.array([_fit_row(arr, values, i) for i in rows.tolist()], dtype=np.int64)
+        return np.array(_fit_rows(arr, vec, rows), dtype=np.int64)
     if rows is None:
         idle, future = arr.idle, arr.future_idle()
     else:
@@ -115,17 +114,25 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray
     return bits
 
 
-def _fit_row(arr: NodeArrays, vec: list[int], i: int) -> int:
-    """:func:`_fit_bits` of node ``i`` alone, compared column by column in Python integers."""
+def _fit_rows(arr: NodeArrays, vec: IntArray, rows: IntArray) -> list[int]:
+    """:func:`_fit_bits` of the nodes ``rows``, compared column by column in Python integers (the columns the
+    vector requests and the check does not skip, read in one gather per matrix)."""
     skip = arr.fit_ignored
-    idle, releasing, pipelined = arr.idle[i].tolist(), arr.releasing[i].tolist(), arr.pipelined[i].tolist()
-    fits_idle = fits_future = True
-    for j, v in enumerate(vec):
-        if v <= 0 or (skip is not None and skip[j]):
-            continue
-        fits_idle = fits_idle and idle[j] >= v
-        fits_future = fits_future and idle[j] + releasing[j] - pipelined[j] >= v
-    return (FITS_IDLE if fits_idle else 0) + (FITS_FUTURE if fits_future else 0)
+    need = [(j, v) for j, v in enumerate(vec.tolist()) if v > 0 and (skip is None or not skip[j])]
+    if not need:
+        return [FITS_IDLE + FITS_FUTURE] * len(rows)
+    at = np.ix_(rows, np.array([j for j, _ in need], dtype=np.int64))
+    idle = arr.idle[at].tolist()
+    releasing: IntArray = arr.releasing[at]
+    future = (releasing - arr.pipelined[at]).tolist()
+    out = []
+    for free, extra in zip(idle, future, strict=True):
+        fits_idle = fits_future = True
+        for (_, v), f, e in zip(need, free, extra, strict=True):
+            fits_idle = fits_idle and f >= v
+            fits_future = fits_future and f + e >= v
+        out.append((FITS_IDLE if fits_idle else 0) + (FITS_FUTURE if fits_future else 0))
+    return out
 
 
 class FitChecks:
@@ -133,11 +140,22 @@ class FitChecks:
 
     A node's answer depends on that node's row of the node arrays alone, so the answers are a :class:`RowCache` of
     the vector: kept per vector (up to ``slots`` of them), and only the nodes the arrays logged as changed since its
-    last check are redone."""
+    last check are redone.  In a renewing session the cache is carried from the previous one (:meth:`carried`)."""
 
-    def __init__(self, arrays: NodeArrays, slots: int = 32) -> None:
+    def __init__(self, arrays: NodeArrays, slots: int = 32, rows: RowCache | None = None) -> None:
         self.arrays = arrays
-        self._rows = RowCache(arrays, slots)
+        self._rows = RowCache(arrays, slots) if rows is None else rows
+
+    @classmethod
+    def carried(cls, ssn: Session) -> FitChecks:
+        """The checks of ``ssn``, their answers carried from the previous renewing session where its rows hold.
+
+        Inputs read per node: idle, releasing and pipelined (all of the arrays' rows are compared); besides them
+        the resource columns (the vectors' layout) and the columns the check ignores (part of each key)."""
+        arr = ssn.arrays
+        (rows,) = carried_caches(ssn.memo, "fitchecks", arr, tuple(arr.columns), arr.row_inputs(),
+                                 renewing=ssn.renewing)
+        return cls(arr, rows=rows)
 
     def get(self, vec: IntArray) -> tuple[BoolArray, BoolArray]:
         """Fresh ``(fits idle, fits future idle)`` over every node."""
@@ -152,7 +170,7 @@ def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
     """Whether the task fits each node's idle resources, and its future idle ones (:class:`FitChecks`)."""
     checks = ssn.fit_checks
     if checks is None or checks.arrays is not ssn.arrays:
-        checks = ssn.fit_checks = FitChecks(ssn.arrays)
+        checks = ssn.fit_checks = FitChecks.carried(ssn)
     return checks.get(task.vector)
 
 

@@ -13,6 +13,7 @@ a best-node vote, a limited node search, ``explain`` — leaves the pod to the p
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,13 +51,30 @@ def _without(raw: Any, keys: frozenset[str]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in keys} if isinstance(raw, Mapping) else {}
 
 
+_ABSENT = object()
+
+
+def _alike(a: Any, b: Any, keys: frozenset[str]) -> bool:
+    """``_without(a, keys) == _without(b, keys)``, compared entry by entry instead of making the two dicts."""
+    if type(a) is not dict or type(b) is not dict:
+        return _without(a, keys) == _without(b, keys)
+    n = 0
+    for k, v in a.items():
+        if k in keys:
+            continue
+        w = b.get(k, _ABSENT)
+        if v is not w and (w is _ABSENT or v != w):
+            return False
+        n += 1
+    return n == len(b) - len(keys.intersection(b))
+
+
 def same_pod(a: PodView, b: PodView) -> bool:
     """Whether two pods are alike for scheduling: the same spec, the same metadata but for their identity and
     creation time, the same status but for its conditions (a failed pod's message)."""
     ra, rb = a.raw, b.raw
-    return (ra.get("spec") == rb.get("spec")
-            and _without(ra.get("metadata"), _IDENTITY) == _without(rb.get("metadata"), _IDENTITY)
-            and _without(ra.get("status"), _CONDITIONS) == _without(rb.get("status"), _CONDITIONS))
+    return (ra.get("spec") == rb.get("spec") and _alike(ra.get("metadata"), rb.get("metadata"), _IDENTITY)
+            and _alike(ra.get("status"), rb.get("status"), _CONDITIONS))
 
 
 
@@ -77,6 +95,7 @@ class _Kept:
     feasible_count: int
     now_count: int
     seen: int   # how much of the arrays' change log the vectors have taken in
+    best: _Best | None = None   # the highest totals among the nodes of ``now`` or of ``feasible``
 
     def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
         """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
@@ -87,6 +106,46 @@ class _Kept:
         self.feasible[i], self.now[i], self.fits_idle[i] = ok, now, idle
         self.fits_future[i] = bits >= FITS_FUTURE
         self.total[i] = total
+        if self.best is not None:
+            self.best.changed(i, total, now if self.best.of_now else ok)
+
+
+class _Best:
+    """The nodes of one mask of a run (``now``, or ``feasible``) with the highest total, in node order, kept as nodes
+    change instead of a pass over every node per pod: a node of the top whose total drops (the node just chosen)
+    or that leaves the mask leaves the top, one that reaches the top's total joins it, one above it makes the top
+    anew; so does an empty top (a node leaves or enters the mask only when it changes)."""
+
+    __slots__ = ("of_now", "top", "members", "best")
+
+    def __init__(self, of_now: bool) -> None:
+        self.of_now = of_now
+        self.top: list[int] = []
+        self.members: set[int] = set()
+        self.best = 0.0
+
+    def changed(self, i: int, total: float, inside: bool) -> None:
+        if not self.top:
+            return
+        if i in self.members and not (inside and total == self.best):
+            del self.top[bisect.bisect_left(self.top, i)]
+            self.members.discard(i)
+        if inside and total >= self.best and i not in self.members:
+            if total > self.best:
+                self.top = []   # made anew when read
+                return
+            bisect.insort(self.top, i)
+            self.members.add(i)
+
+    def nodes(self, kept: _Kept) -> list[int]:
+        """``_top(total, mask, count)``: the nodes of ``kept``'s mask with the highest total, in node order."""
+        if not self.top:
+            mask = kept.now if self.of_now else kept.feasible
+            count = kept.now_count if self.of_now else kept.feasible_count
+            self.top = _top(kept.total, mask, count).tolist()
+            self.members = set(self.top)
+            self.best = float(kept.total[self.top[0]]) if self.top else 0.0
+        return self.top
 
 
 class IdenticalRun:
@@ -167,6 +226,9 @@ class IdenticalRun:
         kept.seen = len(log)
         rows = np.array(at, dtype=np.int64)
         bits: list[int] = _fit_bits(kept.arrays, kept.vector, rows).tolist()
+        if len(at) == 1:   # a placement's node: the same steps on one value each
+            IdenticalRun._catch_up_one(kept, at[0], rows, bits[0])
+            return
         passes = [b >= FITS_FUTURE for b in bits]
         for fn in kept.filters:
             passes = [p and q for p, q in zip(passes, fn(rows).tolist(), strict=True)]
@@ -177,14 +239,31 @@ class IdenticalRun:
         for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
             kept.set_row(i, bool(ok), b, t)
 
+    @staticmethod
+    def _catch_up_one(kept: _Kept, i: int, rows: IntArray, bits: int) -> None:
+        """``_catch_up`` of the one node ``i`` (``rows``), whose resource check gave ``bits``."""
+        ok: Any = bits >= FITS_FUTURE
+        for fn in kept.filters:
+            (passes,) = fn(rows).tolist()
+            ok = ok and passes
+        total = 0.0
+        for fn in kept.scores:
+            (value,) = fn(rows).tolist()
+            total = total + value
+        kept.set_row(i, bool(ok), bits, total)
+
     def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
         """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""
         if not kept.feasible_count:
             return None
-        mask, count = (kept.now, kept.now_count) if kept.now_count else (kept.feasible, kept.feasible_count)
+        of_now = kept.now_count > 0
+        mask, count = (kept.now, kept.now_count) if of_now else (kept.feasible, kept.feasible_count)
         if count == 1:
             pick = int(np.flatnonzero(mask)[0])
         else:
-            top = _top(kept.total, mask, count)
-            pick = int(top[0]) if top.size == 1 else int(top[self.ssn.rng.integers(top.size)])
+            best = kept.best
+            if best is None or best.of_now != of_now:
+                best = kept.best = _Best(of_now)
+            top = best.nodes(kept)
+            pick = top[0] if len(top) == 1 else top[self.ssn.rng.integers(len(top))]
         return self.ssn.nodes[pick], bool(kept.fits_idle[pick]), bool(kept.fits_future[pick])

@@ -163,6 +163,7 @@ class Session:
         self.score_mask: npt.NDArray[np.bool_] | None = None
         # the resource checks of this session's pod shapes, kept per shape by the evaluation (evaluate.fits_now)
         self.fit_checks: FitChecks | None = None
+        self._node_views: list[NodeView] | None = None
         try:
             self._build(snapshot)
             self._open_plugins()
@@ -379,7 +380,10 @@ class Session:
     # ---- job votes ----------------------------------------------------------------------------------------------
 
     def _all_true(self, kind: str, *args: Any) -> bool:
-        return all(fn(*args) for _, fn in self.enabled(kind))
+        for _, fn in self.enabled(kind):   # a loop, not all() over a generator: asked several times per pod
+            if not fn(*args):
+                return False
+        return True
 
     def job_ready(self, job: JobInfo) -> bool:
         return self._all_true("job_ready", job)
@@ -427,7 +431,10 @@ class Session:
     # ---- queue votes --------------------------------------------------------------------------------------------
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for _, fn in self.enabled("overused"))
+        for _, fn in self.enabled("overused"):
+            if fn(queue):
+                return True
+        return False
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         return self._all_true("allocatable", queue, task)
@@ -540,9 +547,9 @@ class Session:
     def dispatch(self, task: TaskInfo) -> None:
         """Send the bind for an Allocated task (status Binding in this session)."""
         node = self.node_by_name[task.node_name]
-        node.remove_task(task)
+        was = task.status
         self.set_status(task, TaskStatus.BINDING)
-        node.add_task(task)
+        node.restatus(task, was)
         if not self.sink.bind(task, task.node_name):
             self.unplace(task)
             task.last_fit_message = task.last_fit_message or f"binding {task.key} to {node.name} failed"
@@ -576,6 +583,9 @@ class Session:
         if any(k is None for k in parts):
             return self.job_queue()
         fns: list[Callable[[JobInfo], Any]] = [k for k in parts if k is not None]
+        if len(fns) == 3:   # the default conf's priority, gang and drf: the same tuple without a list per push
+            k0, k1, k2 = fns
+            return KeyedQueue(lambda job: (k0(job), k1(job), k2(job), job.creation_time, job.uid))
         return KeyedQueue(lambda job: (*[k(job) for k in fns], job.creation_time, job.uid))
 
     def task_queue(self, tasks: Iterable[TaskInfo] = ()) -> PriorityQueue[TaskInfo]:
@@ -595,7 +605,12 @@ class Session:
         return mask
 
     def node_views(self) -> list[NodeView]:
-        return [n.view for n in self.nodes]
+        """The nodes' views in node order, made once per session (the session's nodes and their views do not
+        change while it runs); shared between callers, so read-only."""
+        views = self._node_views
+        if views is None or len(views) != len(self.nodes):
+            views = self._node_views = [n.view for n in self.nodes]
+        return views
 
     def record_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
         job = self.jobs.get(task.job)

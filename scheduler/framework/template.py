@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from common.objects import PodView, PriorityClassView
 from common.resources import CPU, MEMORY, PODS, Resources
+from common.slots import slot_filler
 
 from .api import (
     PREEMPTABLE_KEY,
@@ -79,7 +80,8 @@ class TaskTemplate:
                 pass
         flag = pod_flag(pod, PREEMPTABLE_KEY)
         job_id = job_id_of(pod)
-        return cls(
+        template: TaskTemplate = _fill_template(
+            object.__new__(cls),
             uid=pod.uid or pod.key,
             resreq=req,
             status=task_status_of(pod),
@@ -102,6 +104,7 @@ class TaskTemplate:
             spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
             packed=packed,
         )
+        return template
 
     def single_priority(self, classes: Mapping[str, PriorityClassView], default: int) -> int:
         """The priority of the pod's group of one (``job_priority(None, pod, snapshot)``) from the template's copy
@@ -117,6 +120,10 @@ class TaskTemplate:
         return TaskInfo.filled((self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority,
                                 self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
                                 self.nominated_node, False, ""), renew)
+
+
+# TaskTemplate's constructor with each slot set directly (a template per new pod and per bind)
+_fill_template = slot_filler(TaskTemplate)
 
 
 # of a pod's requests object: (the pod's nonzero_requests object, resreq, vector, (nonzero cpu, nonzero memory),

@@ -101,6 +101,21 @@ def node_rows(args: LoadAwareArgs, profile: ThresholdProfile, m: MetricLoad, pod
     return NodeRows.from_values(has, packed)
 
 
+def _packed_outcome(pct: list[int], thr: list[int], thr_on: list[bool], caps: tuple[list[bool], list[int]] | None,
+                    code: int) -> int:
+    """One node's packed filter outcome from its used percents: the first resource over its threshold, else
+    the first over its waterline cap (``caps``: which are checked, and the caps; None when no node has one),
+    else the node's static code."""
+    for j, (on, t) in enumerate(zip(thr_on, thr, strict=True)):
+        if on and pct[j] > t:
+            return 2 * _PACK + j + 1
+    if caps is not None:
+        for j, (on, c) in enumerate(zip(*caps, strict=True)):
+            if on and pct[j] > c:
+                return 3 * _PACK + j + 1
+    return code * _PACK
+
+
 class LoadAwareState:
     """Per-session matrices for one plugin instance (resource order = ``args.resource_names``)."""
 
@@ -184,9 +199,17 @@ class LoadAwareState:
             caps = waterline_percent.astype(np.int64)
             self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
+        self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
         self.now = now
+
+    def row_inputs(self) -> list[npt.NDArray[np.int64] | npt.NDArray[np.bool_]]:
+        """Every per-node array the filter and the score read (``filter``, ``filter_packed``, ``score``); besides
+        them they read only ``args`` and the pod's estimate.  A row cache of them carried from one session to the
+        next compares these (``scheduler.framework.arrays.carried_caches``)."""
+        return [self.allocatable, self.thr_plain, self.thr_prod, self.prod_enabled, self.waterline_cap,
+                self.has_metric, self.expired, self.has_status, self.load_filter, self.load_prod, self.load_score]
 
     # ---- node rows ------------------------------------------------------------------------------------------------
 
@@ -231,6 +254,7 @@ class LoadAwareState:
         rows = self._rows(i, metric, self.cache.pods_on(name))
         if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
+            self._valid = None
         self.has_status[i] = rows.has_status
         k = len(self.names)
         self.load_filter[i] = rows.values[:k]
@@ -324,31 +348,49 @@ class LoadAwareState:
     def filter_packed(self, estimate: IntArray, *, is_prod: bool, rows: IntArray | None = None) -> IntArray:
         """``packed(filter(...))`` of a pod that is not a daemon pod, on every node or on ``rows``: a few rows (what
         a row cache recomputes after a placement) node by node in Python, with the same arithmetic."""
-        if rows is None or len(rows) > ROW_BY_ROW:
+        if rows is not None and len(rows) <= ROW_BY_ROW:
+            return np.array(self._packed_rows(rows, estimate.tolist(), is_prod), dtype=np.int64)
+        static = self._static_masks(is_prod)
+        if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
-        est = estimate.tolist()
-        return np.array([self._packed_row(int(i), est, is_prod) for i in rows.tolist()], dtype=np.int64)
+        return self._packed_plain(estimate, static, rows)
 
-    def _packed_row(self, i: int, est: list[int], is_prod: bool) -> int:
-        """Node ``i``'s packed filter outcome, as :meth:`filter` computes it for that row."""
+    def _packed_plain(self, estimate: IntArray, static: _Static, rows: IntArray | None) -> IntArray:
+        """:meth:`filter`'s packed outcome where no node takes prod thresholds nor has a waterline cap: the
+        threshold check alone, in fewer NumPy calls (the same arithmetic and outcome)."""
+        _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = static
+        if rows is not None:
+            thr, code, thr_on = thr[rows], code[rows], thr_on[rows]
+        pct = self.used_percent(self.load_filter if rows is None else self.load_filter[rows], estimate, rows)
+        over = thr_on & (pct > thr)
+        failing = over.any(axis=1)
+        base: IntArray = code * _PACK
+        if not failing.any():
+            return base
+        out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
+        return out
+
+    def _packed_rows(self, rows: IntArray, est: list[int], is_prod: bool) -> list[int]:
+        """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows (each
+        matrix read in one gather of the rows)."""
         prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
-        load = self.load_prod[i] if prod_any and prod_pod[i] else self.load_filter[i]
-        alloc_pos, div = self._alloc_pos[i].tolist(), self._alloc_div[i].tolist()
-        pct = [0] * len(est)
-        for j, (u, e, pos, d) in enumerate(zip(load.tolist(), est, alloc_pos, div, strict=True)):
-            if pos:
-                p = float(u + e) / d * 100.0
-                whole = float(math.floor(p))
-                pct[j] = int(whole) + (1 if p - whole >= 0.5 else 0)
-        thr_row, on_row = thr[i].tolist(), thr_on[i].tolist()
-        for j, (on, t) in enumerate(zip(on_row, thr_row, strict=True)):
-            if on and pct[j] > t:
-                return 2 * _PACK + j + 1
-        if cap_any:
-            for j, (on, c) in enumerate(zip(cap_on[i].tolist(), self.waterline_cap[i].tolist(), strict=True)):
-                if on and pct[j] > c:
-                    return 3 * _PACK + j + 1
-        return int(code[i]) * _PACK
+        load = self.load_filter[rows]
+        if prod_any:
+            load = np.where(prod_pod[rows, None], self.load_prod[rows], load)
+        caps = zip(cap_on[rows].tolist(), self.waterline_cap[rows].tolist(), strict=True) if cap_any else None
+        out = []
+        for u_row, pos_row, div_row, thr_row, on_row, c in zip(
+                load.tolist(), self._alloc_pos[rows].tolist(), self._alloc_div[rows].tolist(), thr[rows].tolist(),
+                thr_on[rows].tolist(), code[rows].tolist(), strict=True):
+            pct = [0] * len(est)
+            for j, (u, e, pos, d) in enumerate(zip(u_row, est, pos_row, div_row, strict=True)):
+                if pos:
+                    p = float(u + e) / d * 100.0
+                    whole = float(math.floor(p))
+                    pct[j] = int(whole) + (1 if p - whole >= 0.5 else 0)
+            cap_row = next(caps) if caps is not None else None
+            out.append(_packed_outcome(pct, thr_row, on_row, cap_row, c))
+        return out
 
     def packed(self, result: LoadFilter) -> IntArray:
         """The filter's outcome per node as one integer (0 = passes): what a row cache keeps (:meth:`unpacked`)."""
@@ -425,10 +467,8 @@ class LoadAwareState:
         load = self.load_prod if prod_pod else self.load_score
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            est, weights = estimate.tolist(), self.weights.tolist()
-            return np.array([self._score_row(int(i), load[i].tolist(), est, weights) for i in rows.tolist()],
-                            dtype=np.int64)
-        valid = self.has_metric & ~self.expired & self.has_status
+            return np.array(self._score_rows(rows, load, estimate.tolist()), dtype=np.int64)
+        valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
         used = load + estimate[None, :]
@@ -441,17 +481,32 @@ class LoadAwareState:
         out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
         return np.where(valid, out, 0).astype(np.int64)
 
-    def _score_row(self, i: int, load: list[int], est: list[int], weights: list[int]) -> int:
-        """Node ``i``'s score, as :meth:`score` computes it for that row (integers throughout)."""
-        if not (self.has_metric[i] and not self.expired[i] and self.has_status[i]):
-            return 0
+    def _scored(self) -> BoolArray:
+        """The nodes the score reads a load of (a NodeMetric, not expired, with a status), kept until a node's
+        status changes."""
+        valid = self._valid
+        if valid is None:
+            valid = self._valid = self.has_metric & ~self.expired & self.has_status
+        return valid
+
+    def _score_rows(self, rows: IntArray, load: IntArray, est: list[int]) -> list[int]:
+        """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout;
+        each matrix read in one gather of the rows)."""
         dominant = self.args.dominant_resource_weight
-        s = []
-        for a, u, e in zip(self.allocatable[i].tolist(), load, est, strict=True):
-            used = u + e
-            s.append(0 if a == 0 or used > a else (a - used) * 100 // (a if a > 0 else 1))
-        total = sum(v * w for v, w in zip(s, weights, strict=True))
-        if dominant:
-            total += dominant * min([100, *s])
+        weights = self.weights.tolist()
         wsum = sum(weights) + dominant
-        return total // wsum if wsum > 0 else 0
+        valid = self._scored()[rows].tolist()
+        out = []
+        for ok, alloc_row, load_row in zip(valid, self.allocatable[rows].tolist(), load[rows].tolist(), strict=True):
+            if not ok:
+                out.append(0)
+                continue
+            s = []
+            for a, u, e in zip(alloc_row, load_row, est, strict=True):
+                used = u + e
+                s.append(0 if a == 0 or used > a else (a - used) * 100 // (a if a > 0 else 1))
+            total = sum(v * w for v, w in zip(s, weights, strict=True))
+            if dominant:
+                total += dominant * min([100, *s])
+            out.append(total // wsum if wsum > 0 else 0)
+        return out

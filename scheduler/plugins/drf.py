@@ -3,8 +3,9 @@
 Flat mode orders jobs by their dominant share of the cluster (``pods`` included, as Volcano does) and lets a
 preemptor evict a task only while the preemptor, with its new task, would not be ahead of the victim's job.  With
 ``enableHierarchy: true`` queues are placed in a weighted tree (annotations ``volcano.sh/hierarchy`` and
-``volcano.sh/hierarchy-weights``) whose shares order queues and decide cross-queue reclaim.  Shares are kept
-current by event handlers after every allocate, pipeline and eviction in the session.
+``volcano.sh/hierarchy-weights``) whose shares order queues and decide cross-queue reclaim.  Event handlers keep
+the jobs' allocations (and the tree) current after every allocate, pipeline and eviction in the session; a job's
+share is computed from its allocation when read.
 """
 
 from __future__ import annotations
@@ -48,13 +49,25 @@ class Drf:
     def __init__(self) -> None:
         self.total = Resources()
         self.allocated: dict[str, Resources] = {}
-        self.share: dict[str, float] = {}
+        self._share: dict[str, float] = {}
+        # the jobs whose allocation moved since their share was computed: computed when the shares are next read
+        # (allocate reads a job's share only when it pushes the job, and a placed group of one is never pushed again)
+        self._stale: set[str] = set()
         self.tree: HdrfTree | None = None
         self.paths: dict[str, QueuePath] = {}
         self.requests: dict[str, Resources] = {}
 
+    @property
+    def share(self) -> dict[str, float]:
+        """Every job's dominant share, as of its current allocation."""
+        if self._stale:
+            for job_id in self._stale:
+                self._share[job_id] = job_share(self.allocated[job_id], self.total)
+            self._stale.clear()
+        return self._share
+
     def _update(self, job_id: str) -> None:
-        self.share[job_id] = job_share(self.allocated[job_id], self.total)
+        self._stale.add(job_id)
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
@@ -62,7 +75,8 @@ class Drf:
         # share depends on that amount alone, and jobs of a few shapes hold the same amounts
         jobs = ssn.jobs.values()
         self.allocated = dict(zip(map(_UID, jobs), map(_ALLOCATED, jobs), strict=True))   # C loops
-        self.share = self._open_shares(ssn)
+        self._stale.clear()
+        self._share = self._open_shares(ssn)
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share.get(left.uid, 0.0), self.share.get(right.uid, 0.0)

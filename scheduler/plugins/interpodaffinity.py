@@ -153,6 +153,7 @@ class ExistingTerms:
         self._by_term: dict[TermKey, dict[int, int]] = {}
         self._matches: dict[GroupKey, tuple[int, list[TermKey]]] = {}
         self.version = 0  # moves whenever a count does
+        self._moved: dict[TermKey, int] = {}  # per distinct term, the version its counts last moved at
         self._terms_version = 0  # moves whenever a distinct term comes or goes
         ssn.add_event_handler(EventHandler(self._sync, self._sync))
 
@@ -182,6 +183,20 @@ class ExistingTerms:
         self._matches[group] = (self._terms_version, out)
         return out
 
+    def stamp(self) -> tuple[int, int]:
+        """What :meth:`moved_since` compares with: the count and distinct-term versions now."""
+        return self.version, self._terms_version
+
+    def moved_since(self, stamp: tuple[int, int], keys: Sequence[TermKey]) -> bool:
+        """Whether a distinct term came or went, or the counts of one of ``keys`` moved, since ``stamp``."""
+        version, terms_version = stamp
+        if terms_version != self._terms_version:
+            return True
+        if version == self.version:
+            return False
+        moved = self._moved
+        return any(moved[key] > version for key in keys)
+
     def _sync(self, task: TaskInfo) -> None:
         if self._owners is None:
             return
@@ -209,7 +224,7 @@ class ExistingTerms:
                 counts = self._by_term[key] = {}
                 self._terms_version += 1
             counts[placed.node] = counts.get(placed.node, 0) + 1
-        self.version += 1
+        self._moved_now(keys)
 
     def _remove(self, uid: str) -> None:
         assert self._owners is not None
@@ -223,8 +238,15 @@ class ExistingTerms:
                 del counts[placed.node]
                 if not counts:
                     del self._by_term[key]
+                    del self._moved[key]
                     self._terms_version += 1
+        self._moved_now(keys)
+
+    def _moved_now(self, keys: Sequence[TermKey]) -> None:
         self.version += 1
+        for key in keys:
+            if key in self._by_term:
+                self._moved[key] = self.version
 
 
 class InterPodAffinityCheck:
@@ -240,9 +262,14 @@ class InterPodAffinityCheck:
         self.hard_weight = hard_weight
         self.ignore_existing_preferred = ignore_existing_preferred
         self._domains = spread if spread is not None else SpreadCheck(ssn, (), False)
-        # per namespace and label set, while the counts are those they were made from: the existing terms' score
-        # and, once asked for, that score normalised over every node
+        # per namespace and label set, while the counts of the terms selecting them are those they were made from
+        # (:meth:`ExistingTerms.stamp`): the existing terms' score and, once asked for, that score normalised over
+        # every node
         self._existing_scores: dict[GroupKey, list[Any]] = {}
+        # the answer of a pod no term keeps from any node (shared, so not to be changed)
+        passes = np.ones(self.n, dtype=np.bool_)
+        passes.flags.writeable = False
+        self._passes = FilterResult(passes)
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self._terms_memo, pod)
@@ -272,6 +299,8 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
+        if not (terms.required_affinity or terms.required_anti or self.index.with_affinity):
+            return self._passes
         out = Failures(n)
         if terms.required_affinity:
             out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)
@@ -337,9 +366,10 @@ class InterPodAffinityCheck:
         (kept per namespace and label set while no count moves)."""
         group = group_key(pod)
         hit = self._existing_scores.get(group)
-        if hit is not None and hit[0] == self.existing.version:
+        if hit is not None and not self.existing.moved_since(hit[0], self.existing.matching(pod, group)):
             kept: IntArray = hit[1]
             return kept
+        stamp = self.existing.stamp()
         weights = {REQUIRED_AFFINITY: self.hard_weight}
         if not self.ignore_existing_preferred:
             weights[PREFERRED_AFFINITY] = weights[PREFERRED_ANTI] = 0  # the term's own weight
@@ -353,7 +383,7 @@ class InterPodAffinityCheck:
             if weight:
                 score += weight * self._domain_sums(t.topology_key, by_term[key])
         score.flags.writeable = False
-        self._existing_scores[group] = [self.existing.version, score, None]
+        self._existing_scores[group] = [stamp, score, None]
         return score
 
     def score(self, task: TaskInfo) -> IntArray:

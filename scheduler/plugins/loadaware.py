@@ -39,7 +39,7 @@ from common.reservation import RESERVATIONS_ANNOTATION, active, parse_reservatio
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
-from scheduler.framework.arrays import RowCache
+from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
@@ -194,9 +194,12 @@ class LoadAware:
 
         pressure = (PressureFilter.build(self.args.cpu_pressure_threshold, views, ssn.snapshot.node_metrics)
                     if self.args.cpu_pressure_threshold else None)
-        # rows change only when a pod is placed on or removed from a node, which the node arrays log
-        filters = RowCache(ssn.arrays)
-        rows = RowCache(ssn.arrays)
+        # rows change only when a pod is placed on or removed from a node, which the node arrays log; carried from
+        # the previous session, they recompute the nodes whose rows of the state differ (their NodeMetric, pods,
+        # freshness against the session's time, thresholds, waterline caps, reservations); the estimates they are
+        # kept by follow from the pods and the arguments, which must be the same
+        filters, rows = carried_caches(ssn.memo, NAME, ssn.arrays, self.args, state.row_inputs(), 2,
+                                       renewing=ssn.renewing)
 
         relax_after = self.args.relax_after_seconds
 

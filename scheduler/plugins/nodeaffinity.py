@@ -153,6 +153,7 @@ class _Answers:
     def __init__(self) -> None:
         self.required: dict[str, BoolArray] = {}
         self.projections: dict[tuple[str, ...], NodeGroups[LabelSig]] = {}
+        self.last: tuple[PodView, str] | None = None   # the last pod asked about and its signature
 
 
 _ANSWERS: weakref.WeakKeyDictionary[Session, _Answers] = weakref.WeakKeyDictionary()
@@ -232,17 +233,23 @@ class AffinityCheck:
         groups = self._groups_for(affinity) if groups is None else groups
         return groups.evaluate(lambda sig: preferred_sum(affinity, dict(sig[0]), sig[1]), int).astype(np.int64)
 
-    def _key(self, pod: PodView) -> str:
-        """The pod's affinity signature, kept per pod object across sessions (it is a JSON dump)."""
+    def signature(self, pod: PodView) -> str:
+        """The pod's affinity signature (its nodeSelector and node affinity): pods with the same one get the same
+        answers; kept per pod object across sessions (it is a JSON dump), and the last pod's for the session's
+        checks (each filter and scorer of a pod asks in turn)."""
+        last = self._answers.last
+        if last is not None and last[0] is pod:
+            return last[1]
         memo = self.ssn.memo.table("nodeaffinity.signature")
         key: str | None = memo.get(pod)
         if key is None:
             key = memo.put(pod, _signature(pod))
+        self._answers.last = (pod, key)
         return key
 
     def required(self, pod: PodView) -> BoolArray:
         """The pod's own nodeSelector and required terms (what PodTopologySpread's nodeAffinityPolicy honours)."""
-        key = self._key(pod)
+        key = self.signature(pod)
         hit = self._answers.required.get(key)
         if hit is None:
             hit = affinity_filter(pod.node_selector, pod.affinity, self._pod_groups(pod))
@@ -258,7 +265,7 @@ class AffinityCheck:
         return FilterResult(self.passes(task), default=(Code.UNRESOLVABLE, AFFINITY_REASON))
 
     def raw_score(self, pod: PodView) -> IntArray:
-        key = self._key(pod)
+        key = self.signature(pod)
         hit = self._preferred.get(key)
         if hit is None:
             prefs = (pod.affinity.get("nodeAffinity") or {}).get(_PREFERRED)

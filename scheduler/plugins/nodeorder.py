@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from common.objects import PodView
+from common.objects import NodeView, PodView
 from scheduler.framework.api import TaskInfo
-from scheduler.framework.arrays import RowCache
+from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
@@ -57,6 +57,8 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 MB = 1024 * 1024
 MIN_IMAGE_THRESHOLD = 23 * MB
 MAX_CONTAINER_IMAGE_THRESHOLD = 1000 * MB
+# SessionMemo key of the image sizes the sessions share while their node views are the same
+_IMAGES_KEY = "nodeorder.images"
 
 
 def normalized_image_name(name: str) -> str:
@@ -65,14 +67,15 @@ def normalized_image_name(name: str) -> str:
 
 
 class ImageLocality:
-    """Per session: for every image some node reports, its size on each node that has it."""
+    """For every image some node reports, its size on each node that has it.  It depends on the node views alone:
+    sessions share one while their views are the very same objects (:meth:`of`)."""
 
-    def __init__(self, ssn: Session) -> None:
-        self.n = len(ssn.nodes)
+    def __init__(self, views: Sequence[NodeView]) -> None:
+        self.n = len(views)
         self.sizes: dict[str, IntArray] = {}
         self._by_images: dict[tuple[str, ...], IntArray] = {}
-        for i, nd in enumerate(ssn.nodes):
-            for image in (nd.view.raw.get("status") or {}).get("images") or []:
+        for i, view in enumerate(views):
+            for image in (view.raw.get("status") or {}).get("images") or []:
                 try:
                     size = int(image.get("sizeBytes") or 0)
                 except (TypeError, ValueError):
@@ -80,6 +83,13 @@ class ImageLocality:
                 for name in image.get("names") or []:
                     arr = self.sizes.setdefault(normalized_image_name(str(name)), np.zeros(self.n, dtype=np.int64))
                     arr[i] = max(int(arr[i]), size)
+
+    @classmethod
+    def of(cls, ssn: Session) -> ImageLocality:
+        """The session's: the one the session memo holds for the same node views, or made anew."""
+        views = ssn.node_views()
+        got: ImageLocality = ssn.memo.for_objects(_IMAGES_KEY, views, lambda: cls(views))
+        return got
 
     @staticmethod
     def _images(pod: PodView) -> list[str]:
@@ -112,9 +122,12 @@ class ImageLocality:
 
 
 def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
-    """BalancedAllocation's scorer, memoised per pod request, and its scores on some nodes (row-local)."""
+    """BalancedAllocation's scorer, memoised per pod request (carried from session to session: it reads the node
+    arrays' allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its
+    scores on some nodes (row-local)."""
     arr = ssn.arrays
-    memo = RowCache(arr)
+    (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
+                             renewing=ssn.renewing)
 
     def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
@@ -194,7 +207,7 @@ def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """ImageLocality's scorer, and its summand: nothing when no node reports an image (every score is 0); the
     scores depend on the pod's images and the session's nodes alone."""
-    images = ImageLocality(ssn)
+    images = ImageLocality.of(ssn)
     if not images.sizes:
         return images.score, _nothing, lambda task: _zeros
 
@@ -301,8 +314,9 @@ class NodeOrder:
 
         builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand, PartRows]]]] = [
             ("leastrequested", w.least_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED)))),
-            ("mostrequested", w.most_requested, alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED)))),
+             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED), f"{NAME}.leastrequested"))),
+            ("mostrequested", w.most_requested,
+             alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED), f"{NAME}.mostrequested"))),
             ("balancedresource", w.balanced_resource, alone(lambda: _balanced_parts(ssn))),
             ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
             ("podaffinity", w.pod_affinity, lambda: _pod_affinity_parts(ssn)),

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.framework.api import TaskInfo
-from scheduler.framework.arrays import RowCache
+from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
@@ -54,16 +54,20 @@ def _names(raw: Any, key: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
-def strategy_scorer(ssn: Session, strategy: ScoringStrategy) -> Callable[[TaskInfo], IntArray]:
+def strategy_scorer(ssn: Session, strategy: ScoringStrategy, name: str) -> Callable[[TaskInfo], IntArray]:
     """A scoring strategy's 0..100 per node over the session's arrays (non-zero cpu/memory defaults, docs/design/kube-scoring.md §2.1),
-    memoised per pod signature and recomputed only on nodes changed since the last identical pod."""
-    return strategy_parts(ssn, strategy)[0]
+    memoised per pod signature and recomputed only on nodes changed since the last identical pod; ``name`` names
+    the memo, carried from session to session (it reads the node arrays' allocatable, used and non-zero requested
+    rows, and besides them the strategy, the resource columns and the pod's requests)."""
+    return strategy_parts(ssn, strategy, name)[0]
 
 
-def strategy_parts(ssn: Session, strategy: ScoringStrategy) -> tuple[Callable[[TaskInfo], IntArray], ComputeOf]:
+def strategy_parts(ssn: Session, strategy: ScoringStrategy,
+                   name: str) -> tuple[Callable[[TaskInfo], IntArray], ComputeOf]:
     """:func:`strategy_scorer`, and its scores on some nodes (each node's depends on its row of the arrays alone)."""
     arr = ssn.arrays
-    memo = RowCache(arr)
+    (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
+                             renewing=ssn.renewing)
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
 
@@ -131,7 +135,7 @@ class NodeResources:
                 return [(code, r) for r in res.reasons(i)]
             return FilterResult(res.mask, lazy=reasons)
 
-        strategy, strategy_rows = strategy_parts(ssn, self.strategy)
+        strategy, strategy_rows = strategy_parts(ssn, self.strategy, NAME)
 
         def score(task: TaskInfo) -> IntArray:
             out: IntArray = strategy(task) * self.weight

@@ -7,6 +7,8 @@ admitting far more work than the cluster could ever start.
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from common.resources import Resources
 from scheduler.batch.args import OvercommitArgs
 from scheduler.batch.overcommit import enqueue_overused, overcommit_idle, overused_message
@@ -34,9 +36,8 @@ class Overcommit:
         used = [ssn.arrays.to_resources(ssn.arrays.used.sum(axis=0))] if ssn.nodes else []
         self.idle = overcommit_idle(ssn.total_resource, used, self.factor)
         self.inqueue = Resources()
-        for job in ssn.jobs.values():
-            if not job.min_resources:
-                continue
+        # the jobs with minResources, sifted out by a C loop (groups of one have none: most jobs at steady state)
+        for job in filter(attrgetter("min_resources"), ssn.jobs.values()):
             if job.phase == "Inqueue":
                 self.inqueue = self.inqueue + job.min_resources
             elif job.phase == "Running":
@@ -52,7 +53,8 @@ class Overcommit:
             return REJECT
 
         def enqueued(job: JobInfo) -> None:
-            self.inqueue = self.inqueue + job.min_resources
+            if job.min_resources:   # a group of one has none: the sum would be the same
+                self.inqueue = self.inqueue + job.min_resources
 
         ssn.add_job_enqueueable_fn(NAME, enqueueable)
         ssn.add_job_enqueued_fn(NAME, enqueued)

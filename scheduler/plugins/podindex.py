@@ -39,6 +39,9 @@ def matcher_matches(matcher: Matcher, pod: PodView) -> bool:
 
 
 GroupKey = tuple[str, frozenset[tuple[str, str]]]
+# a matcher's per-node counts (all pods, non-terminating pods) and the node rows whose non-terminating count moved
+# since they were made, in order
+_Counts = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], list[int]]
 
 
 def group_key(pod: PodView) -> GroupKey:
@@ -102,11 +105,12 @@ def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStat
 class _Group:
     """The placed pods of one namespace with the very same labels (a matcher matches all of them or none), counted
     per node row: all of them, and those not terminating; ``targets`` are the per-node counts of the matchers that
-    match the group, which a pod of it entering or leaving a node moves."""
+    match the group, which a pod of it entering or leaving a node moves (noting the node in the matcher's log of
+    moved non-terminating counts)."""
 
     __slots__ = ("pod", "every", "live", "targets")
 
-    def __init__(self, pod: PodView, targets: list[tuple[IntArray, IntArray]]) -> None:
+    def __init__(self, pod: PodView, targets: list[_Counts]) -> None:
         self.pod = pod
         self.every: dict[int, int] = {}
         self.live: dict[int, int] = {}
@@ -117,10 +121,11 @@ class _Group:
         self.every[node] = self.every.get(node, 0) + delta
         if not p.terminating:
             self.live[node] = self.live.get(node, 0) + delta
-        for every, live in self.targets:
+        for every, live, moved in self.targets:
             every[node] += delta
             if not p.terminating:
                 live[node] += delta
+                moved.append(node)
 
 
 class _Tally:
@@ -281,7 +286,7 @@ class PodIndex:
         self._index = {nd.name: i for i, nd in enumerate(ssn.nodes)}
         self._placed: dict[str, Placed] = {}
         self.pod_count = np.zeros(self.n, dtype=np.int64)
-        self._counts: dict[Matcher, tuple[IntArray, IntArray]] = {}  # all pods, non-terminating pods
+        self._counts: dict[Matcher, _Counts] = {}
         self.with_affinity: dict[str, Placed] = {}
         self.with_host_ports: dict[str, Placed] = {}
         # the placed pods by namespace and labels, made when the first matcher is counted (pods of a few workloads
@@ -538,19 +543,29 @@ class PodIndex:
                 self.with_host_ports.pop(uid, None)
 
     def counts(self, matcher: Matcher, *, include_terminating: bool) -> IntArray:
-        """Per node, the number of pods matching ``matcher`` (terminating ones too when asked)."""
+        """Per node, the number of pods matching ``matcher`` (terminating ones too when asked); the index keeps
+        the array current in place."""
+        every, live, _ = self._matched(matcher)
+        return every if include_terminating else live
+
+    def moved(self, matcher: Matcher) -> list[int]:
+        """The node rows whose count of non-terminating pods matching ``matcher`` moved since the counts were made,
+        in order and with repeats (appended to in place: a reader keeps how far it has read)."""
+        return self._matched(matcher)[2]
+
+    def _matched(self, matcher: Matcher) -> _Counts:
         hit = self._counts.get(matcher)
         if hit is None:
             if self._groups is None:
                 self._make_groups()
-            hit = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
+            hit = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64), [])
             for group in self._candidates(matcher):
                 if matcher_matches(matcher, group.pod):
                     _add_counts(hit[0], group.every)
                     _add_counts(hit[1], group.live)
                     group.targets.append(hit)
             self._counts[matcher] = hit
-        return hit[0] if include_terminating else hit[1]
+        return hit
 
     def _make_groups(self) -> None:
         """The groups of the placed pods: a copy of the carried tallies (the seeded nodes' pods), then the pods of

@@ -15,15 +15,16 @@ pod" — and a pod without labels gets no default constraints, as kube does for 
 The formulas are those of :mod:`scheduler.predicates.spread` evaluated on per-node counts kept by
 :class:`PodIndex`, which the session's allocate/deallocate events keep current, so a pod's spread costs O(nodes)
 instead of a scan of every pod; the tests check both give the same answers.  The index's per-group counts are
-carried from one session to the next and moved only by the nodes whose pods changed.
+carried from one session to the next and moved only by the nodes whose pods changed.  The score is kept per pod
+signature and moved by the placements since its previous pod (:mod:`.spreadscore`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,7 @@ from scheduler.predicates.taints import taint_filter
 
 from .nodeaffinity import AffinityCheck
 from .podindex import GroupKey, Matcher, Placed, PodIndex, group_key, matcher_matches, port_number
+from .spreadscore import KeptSoftScore, SoftPart
 from .tainttoleration import TaintCheck
 
 # the pod index's names are re-exported: plugins and tests reach the index through this module
@@ -69,6 +71,20 @@ class Constraint:
     spec: SpreadConstraint
     honor_affinity: bool = True   # nodeAffinityPolicy (default Honor)
     honor_taints: bool = False    # nodeTaintsPolicy (default Ignore)
+
+
+class _Plan:
+    """A constraints list's DoNotSchedule and ScheduleAnyway constraints, and whether the latter honour node
+    affinity or taints."""
+
+    __slots__ = ("cons", "hard", "soft", "honor_affinity", "honor_taints")
+
+    def __init__(self, cons: list[Constraint]) -> None:
+        self.cons = cons
+        self.hard = [c for c in cons if c.spec.hard]
+        self.soft = [c for c in cons if not c.spec.hard]
+        self.honor_affinity = any(c.honor_affinity for c in self.soft)
+        self.honor_taints = any(c.honor_taints for c in self.soft)
 
 
 def workload_selector(pod: PodView) -> LabelSelector:
@@ -164,6 +180,12 @@ class SpreadCheck:
         self._taints = taints
         self._constraints: dict[str, tuple[list[Constraint], bool]] = {}
         self._by_signature: dict[tuple[str, frozenset[tuple[str, str]]], tuple[list[Constraint], bool]] = {}
+        # per constraints list (by identity, the list held), its hard and soft constraints; the soft score per
+        # signature (:meth:`_score_key`), kept current from the placements (False: scored node by node); the
+        # answer of a pod without hard constraints (every node passes; shared, so not to be changed)
+        self._plans: dict[int, _Plan] = {}
+        self._passes = FilterResult(_read_only(np.ones(len(self.labels), dtype=np.bool_)))
+        self._kept_scores: dict[Hashable, tuple[list[Constraint], KeptSoftScore | Literal[False]]] = {}
 
     # -- helpers --
 
@@ -257,9 +279,9 @@ class SpreadCheck:
             cons, _ = self.constraints(task)
         except (ValueError, TypeError) as exc:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
-        hard = [c for c in cons if c.spec.hard]
+        hard = self._plan(cons).hard
         if not hard:
-            return FilterResult(np.ones(n, dtype=np.bool_))
+            return self._passes
         out = Failures(n)
         has_all = self._has_all(hard)
         for c in hard:
@@ -296,27 +318,86 @@ class SpreadCheck:
             cons, system = self.constraints(task)
         except (ValueError, TypeError):
             return np.zeros(n, dtype=np.int64)
-        soft = [c for c in cons if not c.spec.hard]
+        plan = self._plan(cons)
+        soft = plan.soft
         if not soft:
             return np.zeros(n, dtype=np.int64)
         mask = self.ssn.scoring_mask()
         has_all = None if system else self._has_all(soft)
         scored = mask if has_all is None else mask & has_all
+        every = int(np.count_nonzero(scored))
+        out = self._kept_score(task.pod, plan, has_all, scored, every)
+        if out is not None:
+            return out
+        weights = [self._weight(c.spec.topology_key, scored, every) for c in soft]
+        return self.direct_score(task.pod, soft, scored, has_all, weights)
+
+    def _kept_score(self, pod: PodView, plan: _Plan, has_all: BoolArray | None, scored: BoolArray,
+                    every: int) -> IntArray | None:
+        """The score from the pod's signature's :class:`KeptSoftScore` (made when missing or outgrown); None when
+        the signature has too many combinations to keep."""
+        key = self._score_key(pod, plan)
+        hit = self._kept_scores.get(key)
+        kept = hit[1] if hit is not None and hit[0] is plan.cons else None
+        out = None if not kept else kept.score(scored, every)
+        if out is None and kept is not False:
+            kept = self._make_kept(pod, plan.soft, has_all) or False
+            self._kept_scores[key] = (plan.cons, kept)
+            out = None if kept is False else kept.score(scored, every)
+        return out
+
+    def _plan(self, cons: list[Constraint]) -> _Plan:
+        """The DoNotSchedule and ScheduleAnyway constraints of ``cons``, kept per constraints list (by identity, as
+        the lists are kept)."""
+        hit = self._plans.get(id(cons))
+        if hit is None or hit.cons is not cons:
+            hit = self._plans[id(cons)] = _Plan(cons)
+        return hit
+
+    def direct_score(self, pod: PodView, soft: Sequence[Constraint], scored: BoolArray, has_all: BoolArray | None,
+                     weights: Sequence[float]) -> IntArray:
+        """The score computed over every node (no kept state): the form :class:`KeptSoftScore` reproduces."""
         raw: FloatArray | None = None
-        for c in soft:
-            part = self._soft_raw(task.pod, c, scored, has_all)   # a new array: summed into in place
+        for c, weight in zip(soft, weights, strict=True):
+            part = self._soft_raw(pod, c, weight, has_all)   # a new array: summed into in place
             raw = part if raw is None else np.add(raw, part, out=raw)
         assert raw is not None
         np.add(raw, 0.5, out=raw)   # math.Round of non-negative values: floor(x + 0.5)
         return _normalised(np.floor(raw, out=raw).astype(np.int64), scored)
 
-    def _scored_domains(self, key: str, scored: BoolArray) -> int:
-        """How many domains of ``key`` hold a scored node: all of them when fewer nodes with the key go unscored
-        than the smallest domain has, else counted."""
+    def _score_key(self, pod: PodView, plan: _Plan) -> Hashable:
+        """What a pod's soft score depends on besides the counts and the scored nodes: its constraints (the kept
+        list), namespace, and the node affinity and tolerations that decide which nodes count when the constraints
+        honour them."""
+        if not plan.honor_affinity and not plan.honor_taints:
+            return id(plan.cons), pod.namespace
+        return (id(plan.cons), pod.namespace, self._affinity_key(pod) if plan.honor_affinity else None,
+                repr(pod.tolerations) if plan.honor_taints else None)
+
+    def _affinity_key(self, pod: PodView) -> str:
+        if self._affinity is None:
+            self._affinity = AffinityCheck(self.ssn)
+        return self._affinity.signature(pod)
+
+    def _make_kept(self, pod: PodView, soft: Sequence[Constraint], has_all: BoolArray | None) -> KeptSoftScore | None:
+        parts = []
+        for c in soft:
+            ids, ndom = self.domains(c.spec.topology_key)
+            matcher: Matcher = ((frozenset({pod.namespace}), c.spec.selector),)
+            within = self._present[c.spec.topology_key] if has_all is None else has_all
+            own = self._one_per_node[c.spec.topology_key]
+            parts.append(SoftPart(c.spec.max_skew, ids, ndom, own, own or c.spec.topology_key == HOSTNAME,
+                                  self._counting(pod, c, within),
+                                  self.index.counts(matcher, include_terminating=False), self.index.moved(matcher)))
+        return KeptSoftScore.make(parts, len(self.labels))
+
+    def _scored_domains(self, key: str, scored: BoolArray, every: int) -> int:
+        """How many domains of ``key`` hold one of the ``every`` scored nodes: all of them when fewer nodes with
+        the key go unscored than the smallest domain has, else counted."""
         ids, ndom = self.domains(key)
         present = self._present[key]
         if self._all_present[key]:
-            unscored = len(ids) - int(np.count_nonzero(scored))
+            unscored = len(ids) - every
         else:
             scored = scored & present
             unscored = self._sizes[key][1] - int(np.count_nonzero(scored))
@@ -324,24 +405,31 @@ class SpreadCheck:
             return ndom
         return int(np.count_nonzero(np.bincount(ids[scored], minlength=ndom)))
 
-    def _soft_raw(self, pod: PodView, c: Constraint, scored: BoolArray, has_all: BoolArray | None) -> FloatArray:
-        """One ScheduleAnyway constraint's raw score per node: the matching pods in the node's domain times
-        log(domains scored + 2), plus maxSkew - 1 (0 on nodes without the key).  ``has_all``: count only the nodes
-        carrying every constraint's key (the pod's own constraints), else those carrying this one's.  Made per
-        domain and read per node through the domain ids."""
+    def _weight(self, key: str, scored: BoolArray, every: int) -> float:
+        """A ScheduleAnyway constraint's weight: log(domains scored + 2), the hostname's domains being the
+        ``every`` nodes scored (0 for a key no node carries)."""
+        ids, ndom = self.domains(key)
+        if not ndom:
+            return 0.0
+        if key == HOSTNAME:
+            size = every
+        elif self._one_per_node[key]:
+            size = every if self._all_present[key] else int(np.count_nonzero(scored & self._present[key]))
+        else:
+            size = self._scored_domains(key, scored, every)
+        return math.log(size + 2)
+
+    def _soft_raw(self, pod: PodView, c: Constraint, weight: float, has_all: BoolArray | None) -> FloatArray:
+        """One ScheduleAnyway constraint's raw score per node: the matching pods in the node's domain times its
+        ``weight``, plus maxSkew - 1 (0 on nodes without the key).  ``has_all``: count only the nodes carrying
+        every constraint's key (the pod's own constraints), else those carrying this one's.  Made per domain and
+        read per node through the domain ids."""
         key = c.spec.topology_key
         ids, ndom = self.domains(key)
         if not ndom:
             return np.zeros(len(ids), dtype=np.float64)
         present = self._present[key]
         one_per_node = self._one_per_node[key]
-        if key == HOSTNAME:
-            size = int(np.count_nonzero(scored))
-        elif one_per_node:
-            size = int(np.count_nonzero(scored & present))
-        else:
-            size = self._scored_domains(key, scored)
-        weight = math.log(size + 2)
         counting = self._counting(pod, c, present if has_all is None else has_all)
         per_node = self._per_node(pod, c)
         if one_per_node:  # each node its own domain (every node has the key): the domain count is the node's own
@@ -355,6 +443,11 @@ class SpreadCheck:
         per_domain[:ndom] = dom * weight + (c.spec.max_skew - 1)
         out: FloatArray = per_domain[ids]
         return out
+
+
+def _read_only(mask: BoolArray) -> BoolArray:
+    mask.flags.writeable = False
+    return mask
 
 
 def _normalised(scores: IntArray, scored: BoolArray) -> IntArray:

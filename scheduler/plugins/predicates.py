@@ -20,12 +20,12 @@ change nothing.  Resource fit is not checked here: the actions (and ``noderesour
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from common.objects import PodView
+from common.objects import NodeView, PodView
 from common.resources import PODS
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.plugin import Arguments, register_plugin
@@ -119,6 +119,13 @@ class _Collector:
         return FilterResult(~self.failed, lazy=self.reasons)
 
 
+def _cordoned(views: Sequence[NodeView]) -> BoolArray:
+    """Which nodes are cordoned (read-only: sessions share it while their node views are the same objects)."""
+    out = np.array([v.unschedulable for v in views], dtype=np.bool_)
+    out.flags.writeable = False
+    return out
+
+
 def _no_hard_spread(spread: SpreadCheck, task: TaskInfo) -> bool:
     """Whether the pod's spread constraints (or the defaults) have none that filters."""
     try:
@@ -147,7 +154,8 @@ class Predicates:
         index = PodIndex.of(ssn)
         arr = ssn.arrays
         max_pods = arr.allocatable[:, arr.col[PODS]] if PODS in arr.col else np.zeros(n, dtype=np.int64)
-        cordoned = np.array([nd.view.unschedulable for nd in ssn.nodes], dtype=np.bool_)
+        views = ssn.node_views()
+        cordoned: BoolArray = ssn.memo.for_objects("predicates.cordoned", views, lambda: _cordoned(views))
         any_cordoned = bool(cordoned.any())
         affinity = AffinityCheck(ssn) if self.node_affinity else None
         taints = TaintCheck(ssn) if self.taints else None

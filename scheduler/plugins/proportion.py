@@ -4,8 +4,8 @@ At session open every queue that holds a job gets a *deserved* share by water-fi
 weight, capped by its capability and its request and floored by its guarantee.  Queues are then served in order
 of ``spec.priority`` and ``allocated / deserved``; a queue at its deserved share is overused (allocate drops it),
 may not allocate or preempt beyond it, lends what it does not use, and gets it back through reclaim.  Admission
-(enqueue) checks a job's ``minResources`` against the queue's real capability.  Event handlers keep the shares
-current as the session allocates and evicts.
+(enqueue) checks a job's ``minResources`` against the queue's real capability.  Event handlers keep the queues'
+allocations current as the session allocates and evicts; a share is computed from them when read.
 """
 
 from __future__ import annotations
@@ -48,10 +48,18 @@ class QueueAttr:
     inqueue: Resources = field(default_factory=Resources)
     elastic: Resources = field(default_factory=Resources)
     real_capability: Resources = field(default_factory=Resources)
-    share: float = 0.0
+    # the share, and the allocated and deserved vectors it was computed from (values are immutable: a change
+    # replaces the vector): computed when read, as queue order reads it, not at every placement
+    _share: float = 0.0
+    _share_of: tuple[Resources, Resources] | None = None
 
-    def update_share(self) -> None:
-        self.share = queue_share(self.allocated, self.deserved)
+    @property
+    def share(self) -> float:
+        made_of = self._share_of
+        if made_of is None or made_of[0] is not self.allocated or made_of[1] is not self.deserved:
+            self._share = queue_share(self.allocated, self.deserved)
+            self._share_of = (self.allocated, self.deserved)
+        return self._share
 
 
 class Proportion:
@@ -77,7 +85,6 @@ class Proportion:
             demands.append(QueueDemand(name, q.weight, u.request, u.allocated, q.guarantee, q.capability))
         for name, deserved in water_fill(self.total, demands, total_guarantee).items():
             self.attrs[name].deserved = deserved
-            self.attrs[name].update_share()
 
         def queue_order(left: QueueInfo, right: QueueInfo) -> int:
             if left.priority != right.priority:
@@ -124,20 +131,19 @@ class Proportion:
 
         def enqueued(job: JobInfo) -> None:
             attr = self.attrs.get(job.queue)
-            if attr is not None:
+            # nothing is deducted from nothing: a job without minResources (a group of one) adds nothing
+            if attr is not None and job.min_resources:
                 attr.inqueue = attr.inqueue + deduct_gated(job.min_resources, job)
 
         def on_allocate(task: TaskInfo) -> None:
             attr = self._attr_of(ssn, task)
             if attr is not None:
                 attr.allocated = attr.allocated + task.resreq
-                attr.update_share()
 
         def on_deallocate(task: TaskInfo) -> None:
             attr = self._attr_of(ssn, task)
             if attr is not None:
                 attr.allocated = attr.allocated - task.resreq
-                attr.update_share()
 
         ssn.add_queue_order_fn(NAME, queue_order)
         ssn.add_reclaimable_fn(NAME, reclaimable)

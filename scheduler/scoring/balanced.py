@@ -22,8 +22,8 @@ BoolArray = npt.NDArray[np.bool_]
 
 # up to this many nodes (about where both forms cost the same), balance_score works row by row in Python floats
 # (the same IEEE operations in the same order): the few nodes a placement changed cost less that way than
-# through the dozens of NumPy calls of the vector form
-ROW_BY_ROW = 12
+# through the vector form (a dozen NumPy calls for the usual two kept resources)
+ROW_BY_ROW = 6
 
 
 def _balance_row(allocatable: Sequence[int], requested: Sequence[int], active: Sequence[bool]) -> int:
@@ -55,6 +55,11 @@ def balance_score(allocatable: IntArray, requested: IntArray, active: BoolArray)
         on = active.tolist()
         return np.array([_balance_row(a, r, on) for a, r in zip(allocatable.tolist(), requested.tolist(),
                                                                    strict=True)], dtype=np.int64)
+    on = np.flatnonzero(active)
+    if len(on) <= 1:   # at most one kept resource on any node: std 0
+        return np.full(n, 100, dtype=np.int64)
+    if len(on) == 2 and bool((allocatable[:, on] > 0).all()):
+        return _balance_two(allocatable[:, on], requested[:, on])
     kept = (allocatable > 0) & active[np.newaxis, :]
     safe = np.where(kept, allocatable, 1).astype(np.float64)
     frac = np.where(kept, np.minimum(requested.astype(np.float64) / safe, 1.0), 0.0)
@@ -76,6 +81,15 @@ def balance_score(allocatable: IntArray, requested: IntArray, active: BoolArray)
         std = np.where(count == 2, np.abs((first - last) / 2.0), std)
     std = np.where(count <= 1, 0.0, std)
     return np.trunc((1.0 - std) * 100.0).astype(np.int64)
+
+
+def _balance_two(allocatable: IntArray, requested: IntArray) -> IntArray:
+    """balance_score where every node keeps the same two resources (the usual cpu and memory): the count-2 branch
+    of the general form, the same IEEE operations in the same order, without its per-resource passes."""
+    frac = np.minimum(requested.astype(np.float64) / allocatable.astype(np.float64), 1.0)
+    std = np.abs((frac[:, 0] - frac[:, 1]) / 2.0)
+    out: IntArray = np.trunc((1.0 - std) * 100.0).astype(np.int64)
+    return out
 
 
 def balanced_allocation(

@@ -72,18 +72,20 @@ def scoring_rows(
     *,
     non_zero: bool,
 ) -> RowInputs:
-    """:func:`scoring_inputs` restricted to ``rows``, read value by value: the few nodes a placement changed cost
-    less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers."""
+    """:func:`scoring_inputs` restricted to ``rows``, as Python integers: the few nodes a placement changed cost
+    less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers.  Each
+    matrix is read in one gather of the rows."""
     col = {c: j for j, c in enumerate(columns)}
     where = [col.get(r) for r in names]
     nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
-    alloc_rows: list[list[int]] = []
-    req_rows: list[list[int]] = []
-    for i in rows:
-        alloc, used, nonzero = allocatable[i].tolist(), requested[i].tolist(), nonzero_requested[i].tolist()
-        alloc_rows.append([0 if j is None else alloc[j] for j in where])
-        req_rows.append([nonzero[z] if z is not None else 0 if j is None else used[j]
-                         for j, z in zip(where, nonzero_at, strict=True)])
+    at = list(rows)
+    alloc_rows = [[0 if j is None else alloc[j] for j in where] for alloc in allocatable[at].tolist()]
+    reads_used = any(z is None and j is not None for j, z in zip(where, nonzero_at, strict=True))
+    used_rows = requested[at].tolist() if reads_used else [[]] * len(at)
+    nonzero_rows = nonzero_requested[at].tolist() if any(z is not None for z in nonzero_at) else [[]] * len(at)
+    req_rows = [[nonzero[z] if z is not None else 0 if j is None else used[j]
+                 for j, z in zip(where, nonzero_at, strict=True)]
+                for used, nonzero in zip(used_rows, nonzero_rows, strict=True)]
     pod_req = pod.nonzero_requests if non_zero else pod.requests
     active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
     return RowInputs(alloc_rows, req_rows, [pod_req.get(r, 0) for r in names], active)

@@ -161,6 +161,15 @@ def _weighted_int_mean(scores: IntArray, kept: BoolArray, weights: IntArray) -> 
     return np.where(wsum > 0, total // np.maximum(wsum, 1), 0).astype(np.int64)
 
 
+def _weighted_int_mean_all(scores: IntArray, weights: IntArray) -> IntArray:
+    """:func:`_weighted_int_mean` with every resource kept on every node (the same integer arithmetic)."""
+    wsum = int(weights.sum())
+    if wsum <= 0:
+        return np.zeros(scores.shape[0], dtype=np.int64)
+    out: IntArray = ((scores * weights[np.newaxis, :]).sum(axis=1) // wsum).astype(np.int64)
+    return out
+
+
 # up to this many nodes (about where both forms cost the same), least/most allocated score each node with the
 # scalar reference (the same integer arithmetic): the few nodes a placement changed cost less that way than
 # through the vector form's NumPy calls
@@ -179,6 +188,9 @@ def least_allocated(allocatable: IntArray, requested: IntArray, weights: IntArra
     if allocatable.shape[0] <= ROW_BY_ROW:
         return _row_by_row(least_allocated_ref, allocatable, requested, weights, active)
     kept = _kept(allocatable, active)
+    if kept.all():   # every resource kept on every node (the usual cpu and memory): no masking
+        s = np.where(requested > allocatable, 0, (allocatable - requested) * MAX_NODE_SCORE // allocatable)
+        return _weighted_int_mean_all(s, weights)
     safe = np.where(kept, allocatable, 1)
     s = np.where(requested > allocatable, 0, (safe - requested) * MAX_NODE_SCORE // safe)
     return _weighted_int_mean(s.astype(np.int64), kept, weights)

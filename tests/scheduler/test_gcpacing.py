@@ -31,8 +31,10 @@ def _cycle() -> weakref.ref[_Node]:
 @pytest.fixture
 def clock() -> Iterator[list[float]]:
     now = [0.0]
+    thresholds = gc.get_threshold()
     yield now
     gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def test_survivors_are_frozen_and_a_frozen_cycle_goes_at_the_next_full_collection(clock: list[float]) -> None:
@@ -78,3 +80,16 @@ def test_the_scheduler_paces_the_collector_at_start_and_after_each_session(clock
     assert pacing.full_collections == 2 and gc.get_freeze_count() > 0
     sched.stop()
     assert gc.get_freeze_count() == 0
+
+
+def test_the_young_generation_is_collected_less_often_until_stop(clock: list[float]) -> None:
+    before = gc.get_threshold()
+    pacing = CollectorPacing(clock=lambda: clock[0], young=5000)
+    pacing.checkpoint()
+    assert gc.get_threshold() == (5000, *before[1:])
+    pacing.checkpoint()
+    assert gc.get_threshold() == (5000, *before[1:])
+    pacing.stop()
+    assert gc.get_threshold() == before
+    with pytest.raises(ValueError, match="young"):
+        CollectorPacing(young=0)

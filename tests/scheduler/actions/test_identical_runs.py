@@ -16,7 +16,7 @@ from common.clock import FakeClock, to_rfc3339
 from scheduler.actions.allocate import Allocate
 from scheduler.conf import DEFAULT_CONF_YAML
 from scheduler.framework.api import NodeInfo, TaskInfo
-from scheduler.framework.evaluate import evaluate_nodes, score_nodes
+from scheduler.framework.evaluate import _top, evaluate_nodes, score_nodes
 from scheduler.framework.plugin import actions
 from scheduler.framework.runs import IdenticalRun
 from scheduler.framework.session import Session
@@ -155,6 +155,10 @@ def test_a_runs_view_equals_every_node_evaluated_afresh(objects: list[dict[str, 
         assert kept.now.tolist() == now.tolist()
         assert (kept.feasible_count, kept.now_count) == (int(ev.feasible.sum()), int(now.sum()))
         assert kept.total[ev.feasible].tolist() == total[ev.feasible].tolist()
+        best = kept.best
+        if best is not None:   # the candidates read off the heap are those of a pass over every node
+            mask = kept.now if best.of_now else kept.feasible
+            assert best.nodes(kept) == _top(kept.total, mask, int(mask.sum())).tolist()
         return got
 
     with pytest.MonkeyPatch.context() as patch:

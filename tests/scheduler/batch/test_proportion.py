@@ -3,6 +3,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from common.resources import Resources as R
 from scheduler.batch.proportion import (
@@ -15,6 +17,7 @@ from scheduler.batch.proportion import (
     reclaim_victims,
     water_fill,
 )
+from scheduler.batch.quota import exceeding_requested, sum_resources
 
 TOTAL = R(cpu=12000, memory=12000, pods=110)
 
@@ -118,3 +121,16 @@ def test_water_fill_invariants(seed: int) -> None:
         if unmet:
             leftover = total[dim] - sum(d[dim] for d in deserved.values())
             assert leftover <= total[dim] // 50 + len(queues)
+
+
+_VECTORS = st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]), st.integers(-3, 6),
+                           max_size=4)
+
+
+@given(_VECTORS, _VECTORS, _VECTORS)
+def test_allocatable_is_the_sum_checked_against_deserved(allocated: dict[str, int], request: dict[str, int],
+                                                          deserved: dict[str, int]) -> None:
+    """``allocatable`` answers what Volcano's check of ``allocated + request`` against deserved does, on the
+    request's dimensions (pods ignored), without making the sum."""
+    want = exceeding_requested(sum_resources((R(allocated), R(request))), R(deserved), R(request))
+    assert allocatable(R(allocated), R(request), R(deserved)) == want

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from common.resources import Resources as R
 from scheduler.batch.quota import (
@@ -53,3 +55,20 @@ def test_dominant_share_and_empty() -> None:
     assert dominant_share(R(), R(cpu=1)) == (0.0, "cpu")
     assert is_empty(R(pods=3))
     assert not is_empty(R(cpu=1))
+
+
+_AMOUNTS = st.dictionaries(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu"]), st.integers(-4, 9),
+                           max_size=4)
+
+
+@given(_AMOUNTS, _AMOUNTS)
+def test_dominant_share_is_the_largest_share_first_by_name(allocated: dict[str, int], total: dict[str, int]) -> None:
+    """Volcano's definition, share by share in name order over the total's positive dimensions."""
+    best, best_name = 0.0, ""
+    for name in sorted(total):
+        if total[name] > 0:
+            value = share(allocated.get(name, 0), total[name])
+            if value > best or not best_name:
+                best, best_name = value, name
+    assert dominant_share(R(allocated), R(total)) == (best, best_name)
+    assert dominant_share(allocated, total) == (best, best_name)

@@ -64,12 +64,12 @@ def test_answers_are_copies_and_only_changed_rows_are_redone(monkeypatch: pytest
     seen: list[int] = []
     import scheduler.framework.evaluate as evaluate
 
-    real = evaluate._fit_row
+    real = evaluate._fit_rows
 
-    def spy(a: NodeArrays, v: list[int], i: int) -> int:
-        seen.append(i)
-        return real(a, v, i)
-    monkeypatch.setattr(evaluate, "_fit_row", spy)
+    def spy(a: NodeArrays, v: np.ndarray, rows: np.ndarray) -> list[int]:
+        seen.extend(rows.tolist())
+        return real(a, v, rows)
+    monkeypatch.setattr(evaluate, "_fit_rows", spy)
     again, future = checks.get(vec)
     assert seen == [3]
     assert (again.tolist(), future.tolist()) == _fresh(arr, vec)

@@ -65,3 +65,29 @@ def test_a_job_order_plugin_without_a_key_keeps_the_callbacks() -> None:
     ssn.add_job_order_fn("gang", lambda a, b: 0)   # registered again, without a key
     assert isinstance(ssn.settled_job_queue(), PriorityQueue)
     assert "drf" in DEFAULT_CONF_YAML   # the keyed test above exercises the default conf's job orders
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=3000), st.lists(st.integers(0, 40), max_size=60),
+       st.integers(0, 2**16))
+def test_keyed_queue_pops_what_a_heap_of_its_entries_pops(keys: list[int], rounds: list[int], seed: int) -> None:
+    """Thousands of items with many equal keys, popped and pushed again in rounds (the popped entries dropped now
+    and then): the pops are a heap's of (key, push order) entries."""
+    import heapq
+    import random
+
+    rng = random.Random(seed)
+    queue: KeyedQueue[int] = KeyedQueue(lambda i: keys[i], range(len(keys)))
+    heap = [(k, n, n) for n, k in enumerate(keys)]
+    heapq.heapify(heap)
+    pushed = len(keys)
+    for pops in rounds:
+        for _ in range(min(pops * 40, len(heap))):
+            assert queue.pop() == heapq.heappop(heap)[2]
+        for _ in range(rng.randrange(0, 5)):
+            i = rng.randrange(len(keys))
+            queue.push(i)
+            heapq.heappush(heap, (keys[i], pushed, i))
+            pushed += 1
+        assert len(queue) == len(heap) and queue.empty() == (not heap)
+    assert [queue.pop() for _ in range(len(queue))] == [heapq.heappop(heap)[2] for _ in range(len(heap))]

@@ -83,3 +83,17 @@ def test_memoised_scores_match_fresh_sessions(shapes: list[tuple[str, str]]) -> 
             back = placed.pop(int(rng.integers(len(placed))))
             ssn.unplace(back)
     assert failing > 0   # the filters were exercised, not only the scores
+
+
+def test_changed_rows_are_read_once_per_log_range() -> None:
+    """Row caches brought up to date at the same log position share one reading of the rows changed since; the
+    answer follows the log as it grows."""
+    ssn = Session(Snapshot.from_objects([node(f"n{i}") for i in range(4)]), conf(CONF), clock=FakeClock(T0),
+                  sink=RecordingSink())
+    arr = ssn.arrays
+    for i in (2, 0, 2):
+        arr.add(i, arr.vector({"cpu": 100}), TaskStatus.RUNNING, (100, 0))
+    first = arr.changed_since(0)
+    assert first.tolist() == [0, 2] and arr.changed_since(0) is first and not first.flags.writeable
+    arr.add(3, arr.vector({"cpu": 100}), TaskStatus.RUNNING, (100, 0))
+    assert arr.changed_since(0).tolist() == [0, 2, 3] and arr.changed_since(3).tolist() == [3]

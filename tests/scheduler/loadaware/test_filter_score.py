@@ -239,7 +239,8 @@ def test_a_few_rows_node_by_node_equal_the_vector_form(
         nodes: list[tuple[int, int, int, int, str, int, int]], est_cpu: int, est_mem: int, cpu_thr: int, prod_thr: int,
         dominant: int, is_prod: bool, score_prod: bool, schedule_expired: bool, waterline: bool,
         data: hst.DataObject) -> None:
-    """filter_packed and score on at most ROW_BY_ROW rows (Python, node by node) equal the vector form's rows."""
+    """filter_packed and score on at most ROW_BY_ROW rows (Python, node by node) equal the vector form's rows, and
+    filter_packed's own vector form equals filter's outcome packed."""
     args = parse_loadaware_args({"usageThresholds": {"cpu": cpu_thr, "memory": 90},
                                  "prodUsageThresholds": {"cpu": prod_thr}, "dominantResourceWeight": dominant,
                                  "scoreAccordingProdUsage": score_prod,
@@ -254,4 +255,9 @@ def test_a_few_rows_node_by_node_equal_the_vector_form(
     rows = np.array(data.draw(hst.lists(hst.integers(0, len(nodes) - 1), min_size=1, max_size=ROW_BY_ROW)))
     full = s.packed(s.filter(est, is_prod=is_prod, is_daemonset=False))
     assert s.filter_packed(est, is_prod=is_prod, rows=rows).tolist() == full[rows].tolist()
+    # and the packed vector form (every node, or more rows than node by node) equals filter's outcome
+    assert s.filter_packed(est, is_prod=is_prod).tolist() == full.tolist()
+    every = np.arange(len(nodes))
+    assert s.filter_packed(est, is_prod=is_prod, rows=np.concatenate([every] * 2)).tolist() == full[
+        np.concatenate([every] * 2)].tolist()
     assert s.score(est, is_prod=is_prod, rows=rows).tolist() == s.score(est, is_prod=is_prod)[rows].tolist()

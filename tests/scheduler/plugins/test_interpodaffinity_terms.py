@@ -51,17 +51,21 @@ def _random_affinity(rng: random.Random) -> dict[str, Any]:
     return {"affinity": affinity} if affinity else {}
 
 
-def _objects(rng: random.Random) -> list[dict[str, Any]]:
+def _objects(rng: random.Random, replicas: bool = False) -> list[dict[str, Any]]:
     names = [f"n{i}" for i in range(7)]
     objs: list[dict[str, Any]] = []
     for name in names:  # some nodes lack the zone or the rack key
         labels = {k: rng.choice(v) for k, v in (("zone", "xy"), ("rack", "pqr")) if rng.random() < 0.8}
         objs.append(node(name, cpu="64", labels=labels))
+    # replicas: the pods' affinities are drawn from a few, so placed pods share terms (their counts move without a
+    # distinct term coming or going)
+    pool = [_random_affinity(rng) for _ in range(3)] if replicas else []
     for j in range(24):
         objs.append(pod(f"p{j}", cpu="10m", namespace=rng.choice(["a", "b"]),
                         labels={"app": rng.choice(APPS)} if rng.random() < 0.9 else {},
                         node_name=rng.choice(names) if rng.random() < 0.5 else "",
-                        extra_spec=_random_affinity(rng) if rng.random() < 0.4 else None))
+                        extra_spec=(rng.choice(pool) if pool else _random_affinity(rng)) if rng.random() < 0.4
+                        else None))
     return objs
 
 
@@ -149,7 +153,7 @@ def _normalised(raw: list[int] | None, mask: list[bool]) -> list[int]:
 @pytest.mark.parametrize("seed", range(12))
 def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
     rng = random.Random(seed)
-    ssn = session(_objects(rng), conf("interpodaffinity"))[0]
+    ssn = session(_objects(rng, replicas=seed % 2 == 1), conf("interpodaffinity"))[0]
     hard_weight, ignore = rng.choice([0, 1, 7]), rng.random() < 0.3
     check = InterPodAffinityCheck(ssn, hard_weight=hard_weight, ignore_existing_preferred=ignore)
     tasks = list(ssn.tasks.values())
@@ -161,7 +165,8 @@ def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
             raw = check.raw_score(task)
             want = _walk_score(ssn, task.pod, hard_weight, ignore)
             assert (None if raw is None else raw.tolist()) == want, (step, task.key)
-            mask = [rng.random() < 0.8 for _ in ssn.nodes]
+            every = rng.random() < 0.4   # every node scored: the normalised score is kept with the raw one
+            mask = [every or rng.random() < 0.8 for _ in ssn.nodes]
             ssn.score_mask = np.array(mask, dtype=np.bool_)
             assert check.score(task).tolist() == _normalised(want, mask), (step, task.key)
             ssn.score_mask = None

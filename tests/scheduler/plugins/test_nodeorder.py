@@ -83,7 +83,8 @@ def test_image_locality_scores_kept_per_image_list() -> None:
 
     ssn, _ = session([a, node("b"), web("p", "nginx:1.25"), web("q", "nginx:1.25"), web("r", "redis")],
                   conf(("nodeorder", _only(imagelocality=1))))
-    locality = ImageLocality(ssn)
+    locality = ImageLocality.of(ssn)
+    assert ImageLocality.of(ssn) is locality   # shared while the node views are the same objects
     p, q, r = (ssn.tasks[f"uid-default-{n}"] for n in "pqr")
     assert locality.score(p) is locality.score(q) and locality.score(p).tolist() == [23, 0]
     assert locality.score(r).tolist() == [0, 0] and not locality.score(p).flags.writeable

@@ -101,3 +101,28 @@ def test_hierarchical_queue_order_and_reclaim() -> None:
     assert ssn.queue_order(ops, dev) == -1
     assert len(sink.evictions) == 1 and sink.evictions[0].startswith("default/d-")
     assert ssn.jobs["default/o"].tasks_in(TaskStatus.PIPELINED)
+
+
+def test_shares_read_between_placements_are_those_of_the_allocations_then() -> None:
+    """Shares are computed when read: whatever placements and removals came before, each job's share is its
+    dominant share of what it holds at that moment, and the job order follows it."""
+    objs = [node("a", cpu="8", memory="16Gi"), node("b", cpu="8", memory="16Gi")]
+    for g in ("x", "y"):
+        objs += [podgroup(g, 1), *[pod(f"{g}-{i}", cpu=str(i + 1), group=g) for i in range(3)]]
+    ssn, _ = session(objs, CONF)
+    drf = _plugin(ssn)
+    tasks = [t for job in ssn.jobs.values() for t in job.tasks.values()]
+    for step, task in enumerate(tasks + tasks[::2]):
+        if task.status is TaskStatus.PENDING:
+            ssn.place(task, ssn.nodes[step % 2], TaskStatus.ALLOCATED)
+        else:
+            ssn.unplace(task)
+        if step % 2:
+            continue   # some steps are not read: their changes are read with the next ones
+        for uid, job in ssn.jobs.items():
+            held = sum(int(t.resreq.get("cpu", 0)) for t in job.tasks.values() if t.status is TaskStatus.ALLOCATED)
+            assert drf.share[uid] == pytest.approx(max(held / 16000, len(
+                [t for t in job.tasks.values() if t.status is TaskStatus.ALLOCATED]) / 220))
+        x, y = ssn.jobs["default/x"], ssn.jobs["default/y"]
+        want = 0 if drf.share[x.uid] == drf.share[y.uid] else (-1 if drf.share[x.uid] < drf.share[y.uid] else 1)
+        assert ssn.job_order(x, y) in ((want,) if want else (-1, 1))

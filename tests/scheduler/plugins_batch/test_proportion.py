@@ -137,3 +137,28 @@ def test_reclaimable_takes_only_from_queues_above_deserved() -> None:
     # each chosen victim brings its queue down; it stops once the queue is within deserved
     left = attrs["over"].allocated["cpu"] - 1000 * len(names)
     assert left <= attrs["over"].deserved["cpu"] < left + 1000
+
+
+def test_shares_read_between_placements_are_those_of_the_allocations_then() -> None:
+    """A queue's share is computed when read: after any placements and removals, it is its allocated over its
+    deserved now, and the queue order follows it."""
+    from scheduler.batch.proportion import queue_share
+    from scheduler.framework.api import TaskStatus
+
+    objs = [node("a", cpu="8", memory="64Gi"), queue("q0"), queue("q1"), *_job("q0", 4), *_job("q1", 4, cpu="2")]
+    ssn, _ = session(objs, CONF)
+    attrs = _prop(ssn).attrs
+    tasks = [t for job in ssn.jobs.values() for t in job.tasks.values()]
+    for step, task in enumerate(tasks + tasks[1::3]):
+        if task.status is TaskStatus.PENDING:
+            ssn.place(task, ssn.nodes[0], TaskStatus.ALLOCATED)
+        else:
+            ssn.unplace(task)
+        if step % 3 == 1:
+            continue   # not read after every step
+        for attr in attrs.values():
+            assert attr.share == queue_share(attr.allocated, attr.deserved)
+        q0, q1 = ssn.queues["q0"], ssn.queues["q1"]
+        s0, s1 = attrs["q0"].share, attrs["q1"].share
+        if s0 != s1:
+            assert ssn.queue_order(q0, q1) == (-1 if s0 < s1 else 1)

@@ -73,3 +73,20 @@ def test_few_nodes_row_by_row_equal_the_vector_form(rows: list[tuple[list[int], 
     wide = balance_score(np.vstack([alloc, np.full((pad, 4), 1000)]), np.vstack([req, np.zeros((pad, 4), dtype=np.int64)]), act)
     got = balance_score(alloc, req, act)
     assert got.dtype == np.int64 and got.tolist() == wide[:len(rows)].tolist()
+
+
+@given(st.lists(st.tuples(st.integers(1, 64_000), st.integers(0, 80_000), st.integers(1, 64_000),
+                          st.integers(0, 80_000)), min_size=ROW_BY_ROW + 1, max_size=40),
+       st.sampled_from([(True, True, False), (True, False, True), (False, True, True), (True, False, False),
+                        (False, False, False)]))
+def test_two_or_fewer_kept_resources_match_the_reference(rows: list[tuple[int, int, int, int]],
+                                                         active: tuple[bool, bool, bool]) -> None:
+    """Past the row-by-row limit, nodes that all keep the same two resources (or at most one) take a shorter
+    vector path: it must give the reference's scores (a third column, inactive, holds other values)."""
+    alloc = np.array([[a, b, 7] for a, _, b, _ in rows], dtype=np.int64)
+    req = np.array([[r, s, 9] for _, r, _, s in rows], dtype=np.int64)
+    on = np.array(active, dtype=np.bool_)
+    got = balance_score(alloc, req, on)
+    for i in range(len(rows)):
+        items = [(int(alloc[i, j]), int(req[i, j])) for j in range(3) if active[j]]
+        assert got[i] == balance_ref(items)

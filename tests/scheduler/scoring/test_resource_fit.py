@@ -143,6 +143,18 @@ def test_vector_matches_reference_on_random_nodes() -> None:
         assert rt[i] == rtcr_ref(items, shape)
 
 
+@pytest.mark.parametrize("weights", [(1, 3, 5), (0, 0, 0)])
+def test_least_allocated_with_every_resource_kept_matches_reference(weights: tuple[int, int, int]) -> None:
+    """Every node keeping every resource (allocatable > 0, all active) takes the unmasked vector form."""
+    rng = np.random.default_rng(11)
+    alloc = rng.integers(1, 5000, size=(300, 3)).astype(np.int64)
+    req = rng.integers(0, 6000, size=(300, 3)).astype(np.int64)
+    w = np.array(weights, dtype=np.int64)
+    la = least_allocated(alloc, req, w, np.ones(3, dtype=np.bool_))
+    for i in range(300):
+        assert la[i] == least_allocated_ref(list(zip(alloc[i].tolist(), req[i].tolist(), weights, strict=True)))
+
+
 def test_strategy_defaults() -> None:
     s = parse_scoring_strategy(None)
     assert s.type == "LeastAllocated" and s.names == ("cpu", "memory") and s.weights.tolist() == [1, 1]
