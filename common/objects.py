@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeGuard, TypeVar, overload
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
@@ -353,7 +353,7 @@ class PodView:
         old = self.raw
         meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
         old_meta, old_spec = old.get("metadata") or {}, old.get("spec") or {}
-        if not isinstance(meta, Mapping) or not isinstance(spec, Mapping) or not _same_but(spec, old_spec, "nodeName"):
+        if not _is_map(meta) or not _is_map(spec) or not _same_but(spec, old_spec, "nodeName"):
             return None
         for name in _KEPT_META:
             now, was = meta.get(name), old_meta.get(name)
@@ -361,7 +361,7 @@ class PodView:
                 return None
         if status is None:
             status = {}
-        elif not isinstance(status, Mapping):
+        elif not _is_map(status):
             return None
         try:
             labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))
@@ -415,6 +415,11 @@ def _pod_view(**values: Any) -> PodView:
 # the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full
 _KEPT_META = ("namespace", "name", "uid", "ownerReferences", "creationTimestamp")
 _ABSENT = object()
+
+
+def _is_map(v: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(v, Mapping)``, a plain dict (parsed JSON) answered without the abstract class's check."""
+    return type(v) is dict or isinstance(v, Mapping)
 
 
 def _same_but(new: Mapping[str, Any], old: Mapping[str, Any], free: str) -> bool:
