@@ -29,7 +29,7 @@ from common.clock import to_rfc3339
 from common.config import ConfigError
 from common.duration import format_duration, parse_duration
 from common.kinds import kind_info
-from common.objects import PodMetricView, PodsMetric, reported_pod_metric
+from common.objects import PodsMetric, ReportedPods
 from common.qos import koord_qos, pod_priority_class
 from common.quantity import format_bytes, format_milli
 from common.resources import CPU, MAX_QUANTITY, MEMORY, cap_quantity
@@ -493,8 +493,9 @@ def build_nodemetric_status(
 
     The samples of every averaging window (node, system and each pod's cpu and memory) are copied from their
     rings into one buffer and averaged in one batch (:func:`agent.aggregate.row_means`).  ``typed``: the
-    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying the parsed view of each entry and the node's
-    usage, for a reader in the same process (the simulator's scheduler), which then need not parse them back.
+    ``podsMetric`` list is a :class:`common.objects.PodsMetric` carrying what each entry parses back to (its views
+    made when first read) and the node's usage, for a reader in the same process (the simulator's scheduler), which
+    then need not parse them back.
     """
     metas = sorted(pods, key=_POD_ORDER)
     values: array[float] = array("d")
@@ -526,7 +527,8 @@ def assemble_status(
         "aggregatedSystemUsages": aggregated_system,
     }
     pods_metric: list[dict[str, Any]] = []
-    views: list[PodMetricView] = []
+    reported_metas: list[PodMeta] = []
+    usages: list[dict[str, int]] = []
     for meta, pair in zip(metas, pairs[2:], strict=True):
         if pair is None:
             continue
@@ -540,11 +542,11 @@ def assemble_status(
                 "qos": meta.qos,
             }
         )
-        if typed:
-            views.append(reported_pod_metric(meta.namespace, meta.name, usage, meta.priority, meta.qos))
+        reported_metas.append(meta)
+        usages.append(usage)
     reported = pods_metric
     if typed:
-        reported = PodsMetric(pods_metric, tuple(views), (node_texts, node_usage))
+        reported = PodsMetric(pods_metric, ReportedPods(reported_metas, usages), (node_texts, node_usage))
     return {"updateTime": _time_text(int(now)), "nodeMetric": node_metric, "podsMetric": reported}
 
 

@@ -30,6 +30,7 @@ from agent.nodemetric import (
     reported_quantities,
 )
 from common.cluster import Layout, layout
+from common.quantity import format_bytes, format_milli
 from common.resources import CPU, MAX_QUANTITY, MEMORY
 
 __all__ = ["build_nodemetric_statuses", "reported_pairs", "status_layout"]
@@ -71,18 +72,21 @@ def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | 
     """:func:`agent.nodemetric.reported_quantities` of each (cpu, memory) pair of windows: ``means[2i]`` and
     ``means[2i + 1]``, a window with no sample (count 0) as None; None for a pair of two such windows.
 
-    The usual pair — both measured, finite, neither a whole number of cores nor of KiB, within a quantity's
-    bounds — is truncated in one NumPy call for all; any other goes through the scalar function.
+    The usual pair — both measured, finite, within a quantity's bounds, neither zero once truncated — is truncated
+    in one NumPy call for all, its texts made directly (those of a whole number of cores or of KiB by the
+    formatters); any other goes through the scalar function.
     """
     present: BoolArray = np.array(counts, dtype=np.intp).reshape(-1, 2) > 0
     scaled = means.reshape(-1, 2) * (1000.0, 1.0)   # the float products the scalar function truncates
     usual: BoolArray = np.all(present, axis=1) & np.all(np.abs(scaled) < _INT_RANGE, axis=1)   # NaN: false
     truncated = np.trunc(np.where(usual[:, None], scaled, 0.0)).astype(np.int64)
-    usual &= (truncated[:, 0] % 1000 != 0) & (truncated[:, 1] % 1024 != 0)
-    usual &= np.all(np.abs(truncated) <= MAX_QUANTITY, axis=1)
-    out: list[Reported | None] = [
-        ({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n}) for millis, n in truncated.tolist()
-    ]
+    usual &= np.all(np.abs(truncated) <= MAX_QUANTITY, axis=1) & np.all(truncated != 0, axis=1)
+    rows = truncated.tolist()
+    out: list[Reported | None] = [({CPU: f"{millis}m", MEMORY: str(n)}, {CPU: millis, MEMORY: n}) for millis, n in rows]
+    # a whole number of cores or of KiB: the texts the formatters give it
+    for i in np.flatnonzero(usual & ((truncated[:, 0] % 1000 == 0) | (truncated[:, 1] % 1024 == 0))).tolist():
+        millis, n = rows[i]
+        out[i] = ({CPU: format_milli(millis), MEMORY: format_bytes(n)}, {CPU: millis, MEMORY: n})
     others = np.flatnonzero(~usual).tolist()
     if others:   # rare: each through the scalar function (both windows empty: None)
         has = present.tolist()

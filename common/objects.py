@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeGuard, TypeVar, overload
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
@@ -29,7 +29,8 @@ __all__ = [
     "PodMetricView",
     "NodeMetricView",
     "PodsMetric",
-    "reported_pod_metric",
+    "ReportedPod",
+    "ReportedPods",
     "PodGroupView",
     "QueueView",
     "PriorityClassView",
@@ -352,7 +353,7 @@ class PodView:
         old = self.raw
         meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
         old_meta, old_spec = old.get("metadata") or {}, old.get("spec") or {}
-        if not isinstance(meta, Mapping) or not isinstance(spec, Mapping) or not _same_but(spec, old_spec, "nodeName"):
+        if not _is_map(meta) or not _is_map(spec) or not _same_but(spec, old_spec, "nodeName"):
             return None
         for name in _KEPT_META:
             now, was = meta.get(name), old_meta.get(name)
@@ -360,7 +361,7 @@ class PodView:
                 return None
         if status is None:
             status = {}
-        elif not isinstance(status, Mapping):
+        elif not _is_map(status):
             return None
         try:
             labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))
@@ -416,6 +417,11 @@ _KEPT_META = ("namespace", "name", "uid", "ownerReferences", "creationTimestamp"
 _ABSENT = object()
 
 
+def _is_map(v: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(v, Mapping)``, a plain dict (parsed JSON) answered without the abstract class's check."""
+    return type(v) is dict or isinstance(v, Mapping)
+
+
 def _same_but(new: Mapping[str, Any], old: Mapping[str, Any], free: str) -> bool:
     """Whether two objects hold the same entries, ``free``'s aside; compared by identity first, since versions of
     an object share their unchanged parts."""
@@ -460,32 +466,88 @@ def _pod_metric(namespace: str, name: str, usage: Resources, priority: str, qos:
     return view
 
 
-def reported_pod_metric(namespace: str, name: str, usage: dict[str, int], priority: str, qos: str) -> PodMetricView:
-    """The view of a ``podsMetric`` entry that its writer builds along with it: ``usage`` holds the quantities of
-    the entry's ``podUsage`` as its text parses back (non-zero, within bounds) and is the view's from now on."""
-    return _pod_metric(namespace, name, Resources._trusted(usage), priority, qos)
+class ReportedPod(Protocol):
+    """Who a pod in a ``podsMetric`` is, as its writer knows it (the node agent's ``PodMeta``)."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def priority(self) -> str: ...
+
+    @property
+    def qos(self) -> str: ...
+
+
+class ReportedPods(Sequence[PodMetricView]):
+    """The :class:`PodMetricView` of each entry of a ``podsMetric`` handed over by its writer (:class:`PodsMetric`),
+    made only when first read: until then, who each pod is (:attr:`pods`) and the quantities its ``podUsage`` text
+    parses back to (:attr:`usages`: non-zero, within bounds; each becomes its view's usage).  A reader that needs
+    only the numbers takes those two and no view is ever made (the load-aware plugin reads every report so).  Equal
+    to, and hashed as, the tuple of its views."""
+
+    __slots__ = ("pods", "usages", "_views")
+
+    def __init__(self, pods: Sequence[ReportedPod], usages: Sequence[dict[str, int]]) -> None:
+        self.pods = pods
+        self.usages = usages
+        self._views: tuple[PodMetricView, ...] | None = None
+
+    def views(self) -> tuple[PodMetricView, ...]:
+        views = self._views
+        if views is None:
+            views = self._views = tuple([_pod_metric(p.namespace, p.name, Resources._trusted(u), p.priority, p.qos)
+                                         for p, u in zip(self.pods, self.usages, strict=True)])
+        return views
+
+    def __len__(self) -> int:
+        return len(self.usages)
+
+    @overload
+    def __getitem__(self, i: int) -> PodMetricView: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[PodMetricView, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> PodMetricView | tuple[PodMetricView, ...]:
+        return self.views()[i]
+
+    def __iter__(self) -> Iterator[PodMetricView]:
+        return iter(self.views())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReportedPods):
+            return self.views() == other.views()
+        return self.views() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.views())
+
+    def __repr__(self) -> str:
+        return repr(self.views())
 
 
 class PodsMetric(list[dict[str, Any]]):
     """``status.podsMetric`` handed over by a writer in the same process: the entries (plain API data to every
-    reader) with the :class:`PodMetricView` of each, in order, which :meth:`NodeMetricView.parse` takes as they are
-    instead of parsing the entries back.  Made only by a writer that derives both from the same numbers (the node
-    agent's builder, ``typed=True``); like every stored object it is never changed in place.
+    reader) with the :class:`ReportedPods` of the same entries, in order, which :meth:`NodeMetricView.parse` takes as
+    they are instead of parsing the entries back.  Made only by a writer that derives both from the same numbers
+    (the node agent's builder, ``typed=True``); like every stored object it is never changed in place.
 
     ``node_usage``: the ``nodeUsage.resources`` map written in the same status and the quantities its text parses
     back to (non-zero, within bounds; the view's from now on, as a :class:`Resources`).  The parser takes them only
     while the status it reads holds that very map (a status merged or copied into new maps is parsed from its
     text)."""
 
-    __slots__ = ("views", "node_usage")
+    __slots__ = ("pods", "node_usage")
 
-    def __init__(self, entries: list[dict[str, Any]], views: tuple[PodMetricView, ...],
+    def __init__(self, entries: list[dict[str, Any]], pods: ReportedPods,
                  node_usage: tuple[Mapping[str, Any], dict[str, int]] | None = None) -> None:
         super().__init__(entries)
-        self.views = views
+        self.pods = pods
         self.node_usage = None if node_usage is None else (node_usage[0], Resources._trusted(node_usage[1]))
-
-
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
     """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (docs/design/nodemetric.md §1)."""
@@ -495,7 +557,7 @@ class NodeMetricView:
     node_usage: Resources
     # duration seconds -> aggregation type -> usage; a type whose map was empty is absent.
     aggregated: Mapping[float, Mapping[str, Resources]]
-    pods: tuple[PodMetricView, ...]
+    pods: Sequence[PodMetricView]   # a tuple, or the ReportedPods its writer handed over
     aggregate_duration_seconds: int
     report_interval_seconds: int
     durations: tuple[float, ...]
@@ -541,8 +603,11 @@ def _aggregated_usages(nm: Mapping[str, Any], where: str) -> dict[float, dict[st
     """``status.nodeMetric.aggregatedNodeUsages``: duration seconds -> aggregation type -> usage (empty types
     left out)."""
     aggregated: dict[float, dict[str, Resources]] = {}
+    raw = nm.get("aggregatedNodeUsages")
+    if not raw and type(raw) is list:   # none reported (the field names below are made only when some are)
+        return aggregated
     at = f"{where}: status.nodeMetric.aggregatedNodeUsages"
-    for i, entry in enumerate(_maps(nm.get("aggregatedNodeUsages"), at)):
+    for i, entry in enumerate(_maps(raw, at)):
         d = _duration(entry.get("duration", "0"), f"{at}[{i}].duration")
         per: dict[str, Resources] = {}
         for agg, rmap in _map(entry.get("usage"), f"{at}[{i}].usage").items():
@@ -554,11 +619,11 @@ def _aggregated_usages(nm: Mapping[str, Any], where: str) -> dict[float, dict[st
     return aggregated
 
 
-def _pods_metric(raw: Any, where: str) -> tuple[PodMetricView, ...]:
+def _pods_metric(raw: Any, where: str) -> Sequence[PodMetricView]:
     """``status.podsMetric``: each pod's usage, on the fast path when every field is the usual string (and as
     handed over when it is a :class:`PodsMetric`)."""
     if type(raw) is PodsMetric:
-        return raw.views
+        return raw.pods
     pods = []
     parse_texts = Resources.parse_texts
     for i, pm in enumerate(_maps(raw, f"{where}: status.podsMetric")):
@@ -575,8 +640,11 @@ def _pods_metric(raw: Any, where: str) -> tuple[PodMetricView, ...]:
 
 def _aggregate_durations(policy: Mapping[str, Any], where: str) -> tuple[float, ...]:
     """``spec.metricCollectPolicy.nodeAggregatePolicy.durations`` (Koordinator's three when absent)."""
+    aggregate = policy.get("nodeAggregatePolicy")
+    if type(aggregate) is dict and not aggregate.get("durations"):   # the field name is made only when needed
+        return _DEFAULT_DURATION_SECONDS
     at = f"{where}: spec.metricCollectPolicy.nodeAggregatePolicy"
-    raw = _map(policy.get("nodeAggregatePolicy"), at).get("durations")
+    raw = _map(aggregate, at).get("durations")
     if not raw:
         return _DEFAULT_DURATION_SECONDS
     if not isinstance(raw, list):

@@ -108,13 +108,20 @@ class _Shape:
 
     def containers(self, v: Any, path: str) -> None:
         for i, c in enumerate(self.maps(v, path)):
-            at = f"{path}[{i}]"
+            # the paths are made only for a field that is not a plain dict (most containers have no ports)
             res = c.get("resources")
             if res is not None:
+                if type(res) is not dict:
+                    res = self.map(res, f"{path}[{i}].resources")
                 for key in ("requests", "limits"):
-                    if self.map(res, f"{at}.resources").get(key) is not None:
-                        self.map(res[key], f"{at}.resources.{key}")
-            for j, port in enumerate(self.maps(c.get("ports"), f"{at}.ports")):
+                    part = res.get(key)
+                    if part is not None and type(part) is not dict:
+                        self.map(part, f"{path}[{i}].resources.{key}")
+            ports = c.get("ports")
+            if ports is None:
+                continue
+            at = f"{path}[{i}]"
+            for j, port in enumerate(self.maps(ports, f"{at}.ports")):
                 self.integer(port.get("hostPort"), f"{at}.ports[{j}].hostPort")
                 self.integer(port.get("containerPort"), f"{at}.ports[{j}].containerPort")
                 self.text(port.get("protocol"), f"{at}.ports[{j}].protocol")

@@ -62,6 +62,8 @@ class _Quiet:
 
 
 _SETTLED_PHASES = frozenset({"Running", "Completed"})
+# the statuses of a task reported as left pending (placement None, with its message)
+_REPORTED_PENDING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED})
 
 
 class SchedulerMetrics:
@@ -212,23 +214,29 @@ class Scheduler:
             result.writeback = self.writeback.write(ssn)
         stats = self.binder.reset()
         bound = dict(stats.bound)
-        pending = 0
+        pending = scheduled = 0
         for job in ssn.jobs.values():
             # only a task left Pending/Pipelined/Allocated, or bound in this session (Binding), is reported
             if job.may_be_unsettled():
                 for task in job.tasks.values():
-                    if task.pod.node_name or task.pod.terminal:
+                    pod = task.pod
+                    if pod.node_name or pod.terminal:
                         continue
-                    if task.key in bound:
-                        result.placements[task.key] = bound[task.key]
-                        self.metrics.attempt("scheduled").inc()
-                    elif task.status in (TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED):
-                        result.placements[task.key] = None
-                        result.pending_messages[task.key] = pending_message(ssn, job, task)[1]
+                    key = pod.key
+                    if key in bound:
+                        result.placements[key] = bound[key]
+                        scheduled += 1
+                    elif task.status in _REPORTED_PENDING:
+                        result.placements[key] = None
+                        result.pending_messages[key] = pending_message(ssn, job, task)[1]
                         pending += 1
-                        self.metrics.attempt("unschedulable").inc()
             if job.podgroup is not None:
                 result.podgroup_phases[job.uid] = podgroup_phase_after(job).value
+        # the attempts counted once per session, not once per pod
+        if scheduled:
+            self.metrics.attempt("scheduled").inc(scheduled)
+        if pending:
+            self.metrics.attempt("unschedulable").inc(pending)
         result.evictions = list(ssn.evicted)
         result.bind_failures = dict(stats.failed)
         self.metrics.evictions.inc(len(ssn.evicted))

@@ -453,18 +453,19 @@ class JobInfo:
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Move ``task`` to ``status``: the index, counts and allocated total changed by what the move changes
         (on a job that notes changes every field set costs a call, so only those that change are set)."""
-        self._moved = True
-        old = task.status
-        bucket = self.index.get(old)
-        prev = bucket.pop(task.uid, None) if bucket is not None else None
+        if not self._moved:
+            self._moved = True
+        uid, old, index = task.uid, task.status, self.index
+        bucket = index.get(old)
+        prev = bucket.pop(uid, None) if bucket is not None else None
         task.status = status
-        target = self.index.get(status)
+        target = index.get(status)
         if target is None:
-            target = self.index[status] = {}
-        stale = target.get(task.uid)
+            target = index[status] = {}
+        stale = target.get(uid)
         if stale is not None:
             self._tally(stale, status, -1)
-        target[task.uid] = task
+        target[uid] = task
         self._shift(prev, old, task, status)
         was_on, now_on = old in ALLOCATED_STATUS, status in ALLOCATED_STATUS
         if was_on and not now_on:

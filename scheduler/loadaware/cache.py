@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.clock import parse_rfc3339
-from common.objects import NodeMetricView, PodView
+from common.objects import NodeMetricView, PodView, ReportedPod, ReportedPods
 from common.qos import PriorityClass
 from common.resources import Resources
 
@@ -308,6 +308,9 @@ class MetricLoad:
         return out
 
 
+_PROD = PriorityClass.PROD.value   # a reported pod's priority text (an enum member's value is a property lookup)
+
+
 def _ints(res: Mapping[str, int], names: Sequence[str]) -> tuple[int, ...]:
     d = res.as_dict() if isinstance(res, Resources) else res
     return tuple([d.get(n, 0) for n in names])
@@ -321,16 +324,20 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     # the pods reported with a usage, by namespace/name (a later entry of the same pod replaces an earlier one)
     pod_usage: dict[str, tuple[int, ...]] = {}
     prod_reported: set[str] = set()
-    prod_value = PriorityClass.PROD.value
+    prod_value = _PROD
     two = len(names) == 2
     n0, n1 = names if two else ("", "")
-    for p in metric.pods:
-        usage = p.usage
+    pods = metric.pods
+    # as handed over by the agent: who each pod is and its usage's quantities, no view made (the same numbers)
+    reported: Iterable[tuple[ReportedPod, Mapping[str, int]]] = (
+        zip(pods.pods, pods.usages, strict=True) if type(pods) is ReportedPods else ((p, p.usage) for p in pods))
+    for p, usage in reported:
         if not usage:
             continue
         key = f"{p.namespace}/{p.name}"
-        # a Resources reads 0 for a name it lacks
-        pod_usage[key] = (usage[n0], usage[n1]) if two else tuple([usage[n] for n in names])
+        # a Resources, like the quantities handed over, holds no zero: a name it lacks reads 0
+        get = usage.get
+        pod_usage[key] = (get(n0, 0), get(n1, 0)) if two else tuple([get(n, 0) for n in names])
         if p.priority == prod_value:
             prod_reported.add(key)
         else:

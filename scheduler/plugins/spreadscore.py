@@ -46,21 +46,32 @@ class SoftPart:
     moved: list[int]
 
 
+class _Source:
+    """One matcher's counts as the kept score took them in: how far its log was read, and the counts then."""
+
+    __slots__ = ("counts", "moved", "at", "seen", "levels")
+
+    def __init__(self, counts: IntArray, moved: list[int]) -> None:
+        self.counts, self.moved = counts, moved
+        self.at = len(moved)
+        self.seen = counts.copy()
+        self.levels: list[_Level] = []   # the parts counting with them
+
+
 class _Level:
     """One part's level per node, and (for a shared key) the matching pods per domain."""
 
-    __slots__ = ("part", "radix", "stride", "at", "seen", "domain_counts")
+    __slots__ = ("part", "radix", "stride", "seen", "domain_counts")
 
-    def __init__(self, part: SoftPart) -> None:
+    def __init__(self, part: SoftPart, seen: IntArray) -> None:
         self.part = part
-        self.at = len(part.moved)
-        self.seen = part.counts.copy()
+        self.seen = seen
         self.stride = 1
         self.radix = part.ndom + 1
         self.domain_counts: list[int] = []
         if not part.own:
             counting = part.ids >= 0 if part.counting is None else part.counting & (part.ids >= 0)
-            self.domain_counts = np.bincount(part.ids[counting], weights=self.seen[counting],
+            self.domain_counts = np.bincount(part.ids[counting], weights=seen[counting],
                                              minlength=part.ndom).astype(np.int64).tolist()
 
     def per_node(self) -> IntArray:
@@ -88,17 +99,27 @@ class KeptSoftScore:
     the session's nodes, made by :meth:`make` and read by :meth:`score`, which first takes in the placements
     since the previous pod."""
 
-    __slots__ = ("levels", "combination", "histogram")
+    __slots__ = ("sources", "levels", "combination", "histogram")
 
-    def __init__(self, levels: list[_Level], combination: IntArray, histogram: list[int]) -> None:
+    def __init__(self, sources: list[_Source], levels: list[_Level], combination: IntArray,
+                 histogram: list[int]) -> None:
+        self.sources = sources
         self.levels = levels
         self.combination = combination   # per node
         self.histogram = histogram       # per combination, how many nodes have it
 
     @classmethod
     def make(cls, parts: Sequence[SoftPart], n: int) -> KeptSoftScore | None:
-        """The kept score of ``parts`` over ``n`` nodes, or None when there are too many combinations."""
-        levels = [_Level(p) for p in parts]
+        """The kept score of ``parts`` over ``n`` nodes, or None when there are too many combinations.  Parts
+        counting the same pods (the default constraints) share what is taken in of their counts."""
+        sources: dict[int, _Source] = {}
+        levels = []
+        for part in parts:
+            source = sources.get(id(part.counts))
+            if source is None:
+                source = sources[id(part.counts)] = _Source(part.counts, part.moved)
+            levels.append(_Level(part, source.seen))
+            source.levels.append(levels[-1])
         combination = np.zeros(n, dtype=np.int64)
         stride = 1
         for level in levels:
@@ -108,35 +129,43 @@ class KeptSoftScore:
             stride *= level.radix
             if stride > MAX_COMBINATIONS:
                 return None
-        return cls(levels, combination, np.bincount(combination, minlength=stride).tolist())
+        return cls(list(sources.values()), levels, combination, np.bincount(combination, minlength=stride).tolist())
 
     def _catch_up(self) -> bool:
         """Takes in the counts moved since the last pod; False when a node's count outgrew its part's radix."""
-        for level in self.levels:
-            part, log = level.part, level.part.moved
-            if level.at == len(log):
+        for source in self.sources:
+            log = source.moved
+            if source.at == len(log):
                 continue
-            nodes = set(log[level.at:])
-            level.at = len(log)
+            nodes = set(log[source.at:])
+            source.at = len(log)
             for i in nodes:
-                new = part.counts.item(i)
-                delta = new - level.seen.item(i)
+                new = source.counts.item(i)
+                delta = new - source.seen.item(i)
                 if not delta:
                     continue
-                level.seen[i] = new
-                if part.counting is not None and not part.counting.item(i):
-                    continue
-                if not part.own:
-                    domain = part.ids.item(i)
-                    if domain >= 0:
-                        level.domain_counts[domain] += delta
-                    continue
-                if new >= level.radix:
+                source.seen[i] = new
+                if not all(self._move(level, i, new, delta) for level in source.levels):
                     return False
-                old = self.combination.item(i)
-                self.combination[i] = old + delta * level.stride
-                self.histogram[old] -= 1
-                self.histogram[old + delta * level.stride] += 1
+        return True
+
+    def _move(self, level: _Level, i: int, new: int, delta: int) -> bool:
+        """Node ``i``'s count moved by ``delta`` to ``new``: its combination (own domains) or its domain's count;
+        False when the count outgrew the part's radix."""
+        part = level.part
+        if part.counting is not None and not part.counting.item(i):
+            return True
+        if not part.own:
+            domain = part.ids.item(i)
+            if domain >= 0:
+                level.domain_counts[domain] += delta
+            return True
+        if new >= level.radix:
+            return False
+        old = self.combination.item(i)
+        self.combination[i] = old + delta * level.stride
+        self.histogram[old] -= 1
+        self.histogram[old + delta * level.stride] += 1
         return True
 
     def _table(self, weights: Sequence[float]) -> list[int]:
@@ -150,13 +179,19 @@ class KeptSoftScore:
 
     def _weights(self, every: int, counts: Sequence[int]) -> list[float]:
         """Each part's log(domains scored + 2): the ``every`` nodes scored, or the domains of the combinations some
-        scored node has (``counts``: the scored nodes per combination)."""
+        scored node has (``counts``: the scored nodes per combination; every domain has a node, so all of them
+        when every node is scored)."""
         out = []
+        everywhere = every == len(self.combination)
         for level in self.levels:
-            size = every
-            if not level.part.by_node:
-                stride, radix, missing = level.stride, level.radix, level.part.ndom
-                size = len({c // stride % radix for c, k in enumerate(counts) if k} - {missing})
+            part = level.part
+            if part.by_node:
+                size = every
+            elif everywhere:
+                size = part.ndom
+            else:
+                stride, radix = level.stride, level.radix
+                size = len({c // stride % radix for c, k in enumerate(counts) if k} - {part.ndom})
             out.append(math.log(size + 2))
         return out
 

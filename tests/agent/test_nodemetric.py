@@ -205,7 +205,7 @@ def test_a_typed_status_parses_to_the_view_of_its_text() -> None:
     assert typed == plain  # the same API data to every reader
     obj = nodemetric_object("n1", policy)
     typed_view = NodeMetricView.parse({**obj, "status": typed})
-    assert typed_view.pods is typed["podsMetric"].views  # taken as handed over, not parsed
+    assert typed_view.pods is typed["podsMetric"].pods  # taken as handed over, not parsed
     assert typed_view == NodeMetricView.parse({**obj, "status": plain})
     assert [p.usage for p in typed_view.pods] == [Resources.of(cpu=499, memory=100 * 2**20), Resources.of(cpu=2000, memory=GiB),
                                                   Resources(), Resources.of(memory=3 * 1024)]

@@ -51,7 +51,7 @@ def _outcome(build: Any) -> tuple[str, Any]:
         statuses = build()
     except (ValueError, OverflowError):
         return "raised", None
-    views = [(s["podsMetric"].views, s["podsMetric"].node_usage) if type(s["podsMetric"]) is PodsMetric else None
+    views = [(tuple(s["podsMetric"].pods), s["podsMetric"].node_usage) if type(s["podsMetric"]) is PodsMetric else None
              for s in statuses]
     return json.dumps(statuses), views
 

@@ -54,6 +54,10 @@ def test_engine_binds_through_cluster_and_reports_unschedulable() -> None:
     # a second session must not bind the bound pod again nor over-commit the node
     res2 = sched.run_once()
     assert all(v is None for v in res2.placements.values())
+    # the attempts counted per pod and session: one scheduled, one unschedulable in each session
+    read = sched.metrics.registry.get_sample_value
+    attempts = {r: read("loadwise_scheduler_schedule_attempts_total", {"result": r}) for r in ("scheduled", "unschedulable")}
+    assert attempts == {"scheduled": 1, "unschedulable": 2}
 
 
 def test_assumed_pod_counts_before_watch_confirms() -> None:

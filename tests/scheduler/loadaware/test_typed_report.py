@@ -13,7 +13,7 @@ from agent.nodemetric import (
     nodemetric_object,
 )
 from common.cluster.memory import MemoryCluster
-from common.objects import NodeMetricView
+from common.objects import NodeMetricView, ReportedPods
 from scheduler.loadaware.args import LoadAwareArgs
 from scheduler.loadaware.cache import metric_load
 
@@ -40,6 +40,12 @@ def test_typed_and_plain_reports_give_the_same_metric_load() -> None:
     typed_view = NodeMetricView.parse({**stored, "status": typed})
     plain_view = NodeMetricView.parse({**stored, "status": plain})
     assert typed_view.node_usage is typed["podsMetric"].node_usage[1]
-    for args in (LoadAwareArgs(), LoadAwareArgs(prod_usage_include_sys=True)):
+    three = LoadAwareArgs(resource_weights={"cpu": 1, "memory": 1, "ephemeral-storage": 1})
+    for args in (LoadAwareArgs(), LoadAwareArgs(prod_usage_include_sys=True), three):
         assert metric_load(typed_view, args) == metric_load(plain_view, args)
         assert metric_load(typed_view, args) == metric_load(NodeMetricView.parse(stored), args)
+    # the pods were read as handed over: no view made until asked for, then the parsed ones
+    assert type(typed_view.pods) is ReportedPods and typed_view.pods._views is None
+    assert typed_view == plain_view and hash(typed_view.pods) == hash(plain_view.pods)
+    assert typed_view.pods == plain_view.pods and list(typed_view.pods) == list(plain_view.pods)
+    assert typed_view.pods[1] == plain_view.pods[1] and len(typed_view.pods) == len(plain_view.pods) == 4
