@@ -27,12 +27,15 @@ session is frozen; its one full collection per ten minutes falls, in a run short
 
 Usage: python benchmarks/scheduler_throughput.py [--shape NAME ...] [--quick] [--repeat N] [--json]
        [--percentage-nodes-to-find P]
+       valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/dev/null
+           python benchmarks/scheduler_throughput.py --callgrind --quick --shape basic   (one command)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -222,6 +225,18 @@ def _startup_session(sched: Scheduler) -> dict[str, float]:
             "startup_session_wall_ms": (time.perf_counter() - t0) * 1000}
 
 
+# --callgrind: this process runs under valgrind's callgrind with its instrumentation off at the start
+_CALLGRIND = {"on": False}
+
+
+def _instrument(on: bool) -> None:
+    """Switch callgrind's instrumentation of this process on or off (with ``--callgrind``): valgrind then counts
+    the instructions of the timed region only, a figure the load of other work on the machine does not move."""
+    if _CALLGRIND["on"]:
+        subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())], check=True,
+                       capture_output=True)
+
+
 def throughput(nodes: int, running: list[Pod], pending: list[Pod], percentage: int,
                extra: Iterable[dict[str, Any]] = ()) -> dict[str, float]:
     """After a start-up session (measured apart), create ``pending``, then sessions until they are bound: timed."""
@@ -229,10 +244,12 @@ def throughput(nodes: int, running: list[Pod], pending: list[Pod], percentage: i
     sched = _scheduler(cluster, clock, percentage)
     startup = _startup_session(sched)
     clock.advance(1)   # the next session a second later, as the daemon runs them
+    _instrument(True)
     t0, c0 = time.perf_counter(), time.process_time()
     cluster.load(pending)
     bound, sessions = _drain(sched, len(pending))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    _instrument(False)
     return {**_figures(bound, len(pending), sessions, wall, cpu, t0, sched.bind_times), **startup}
 
 
@@ -346,12 +363,17 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--percentage-nodes-to-find", type=int, default=100, help="0: Volcano's adaptive default")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--callgrind", action="store_true",
+                    help="run in this process under `valgrind --tool=callgrind --instr-atstart=no`, instrumenting "
+                         "only the timed region of the basic, shapes20, mixed and basic10k shapes (valgrind prints "
+                         "its instruction count)")
     args = ap.parse_args()
+    _CALLGRIND["on"] = args.callgrind
     if args.repeat < 1:
         raise SystemExit(f"--repeat must be at least 1, not {args.repeat}")
     shapes = args.shape or list(ALL_SHAPES)
     pct = args.percentage_nodes_to_find
-    if args.in_process:
+    if args.in_process or args.callgrind:
         print(json.dumps({s: run_shape(s, args.quick, pct) for s in shapes}))
         return
     results = {s: _median([_child(s, args.quick, pct) for _ in range(args.repeat)]) for s in shapes}

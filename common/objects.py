@@ -573,7 +573,9 @@ class NodeMetricView:
         status = obj.get("status") or {}
         nm = _map(status.get("nodeMetric"), f"{where}: status.nodeMetric")
         policy = _map((obj.get("spec") or {}).get("metricCollectPolicy"), f"{where}: spec.metricCollectPolicy")
-        return cls(
+        # its slots set directly (one view per report the scheduler's cache takes in: every node, every minute)
+        view: NodeMetricView = _fill_node_metric_view(
+            object.__new__(cls),
             name,
             _time(status.get("updateTime"), f"{where}: status.updateTime"),
             _node_usage(nm, where, status.get("podsMetric")),
@@ -587,6 +589,10 @@ class NodeMetricView:
             str(policy.get("nodeMemoryCollectPolicy", "usageWithoutPageCache")),
             obj,
         )
+        return view
+
+
+_fill_node_metric_view = slot_filler(NodeMetricView)
 
 
 def _node_usage(nm: Mapping[str, Any], where: str, pods: Any) -> Resources:

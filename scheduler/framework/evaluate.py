@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.scoring.inputs import row_lists
+
 from .api import NodeInfo, TaskInfo
 from .arrays import NodeArrays, RowCache, carried_caches
 from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, FitErrors, Status
@@ -116,21 +118,17 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray
 
 def _fit_rows(arr: NodeArrays, vec: IntArray, rows: IntArray) -> list[int]:
     """:func:`_fit_bits` of the nodes ``rows``, compared column by column in Python integers (the columns the
-    vector requests and the check does not skip, read in one gather per matrix)."""
+    vector requests and the check does not skip)."""
     skip = arr.fit_ignored
     need = [(j, v) for j, v in enumerate(vec.tolist()) if v > 0 and (skip is None or not skip[j])]
-    if not need:
-        return [FITS_IDLE + FITS_FUTURE] * len(rows)
-    at = np.ix_(rows, np.array([j for j, _ in need], dtype=np.int64))
-    idle = arr.idle[at].tolist()
-    releasing: IntArray = arr.releasing[at]
-    future = (releasing - arr.pipelined[at]).tolist()
+    at = rows.tolist()
     out = []
-    for free, extra in zip(idle, future, strict=True):
+    for idle, releasing, pipelined in zip(row_lists(arr.idle, at), row_lists(arr.releasing, at),
+                                          row_lists(arr.pipelined, at), strict=True):
         fits_idle = fits_future = True
-        for (_, v), f, e in zip(need, free, extra, strict=True):
-            fits_idle = fits_idle and f >= v
-            fits_future = fits_future and f + e >= v
+        for j, v in need:
+            fits_idle = fits_idle and idle[j] >= v
+            fits_future = fits_future and idle[j] + releasing[j] - pipelined[j] >= v
         out.append((FITS_IDLE if fits_idle else 0) + (FITS_FUTURE if fits_future else 0))
     return out
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView
+from scheduler.scoring.inputs import row_lists
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, AssignedPodCache, MetricLoad, NodeEntries, load_rows, metric_load, node_load
@@ -371,17 +372,18 @@ class LoadAwareState:
         return out
 
     def _packed_rows(self, rows: IntArray, est: list[int], is_prod: bool) -> list[int]:
-        """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows (each
-        matrix read in one gather of the rows)."""
+        """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows."""
         prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
-        load = self.load_filter[rows]
+        at = rows.tolist()
+        loads = row_lists(self.load_filter, at)
         if prod_any:
-            load = np.where(prod_pod[rows, None], self.load_prod[rows], load)
-        caps = zip(cap_on[rows].tolist(), self.waterline_cap[rows].tolist(), strict=True) if cap_any else None
+            prods = row_lists(self.load_prod, at)
+            loads = [p if prod_pod[i] else u for i, u, p in zip(at, loads, prods, strict=True)]
+        caps = (zip(row_lists(cap_on, at), row_lists(self.waterline_cap, at), strict=True) if cap_any else None)
         out = []
         for u_row, pos_row, div_row, thr_row, on_row, c in zip(
-                load.tolist(), self._alloc_pos[rows].tolist(), self._alloc_div[rows].tolist(), thr[rows].tolist(),
-                thr_on[rows].tolist(), code[rows].tolist(), strict=True):
+                loads, row_lists(self._alloc_pos, at), row_lists(self._alloc_div, at), row_lists(thr, at),
+                row_lists(thr_on, at), code[rows].tolist(), strict=True):
             pct = [0] * len(est)
             for j, (u, e, pos, d) in enumerate(zip(u_row, est, pos_row, div_row, strict=True)):
                 if pos:
@@ -490,14 +492,14 @@ class LoadAwareState:
         return valid
 
     def _score_rows(self, rows: IntArray, load: IntArray, est: list[int]) -> list[int]:
-        """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout;
-        each matrix read in one gather of the rows)."""
+        """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout)."""
         dominant = self.args.dominant_resource_weight
         weights = self.weights.tolist()
         wsum = sum(weights) + dominant
         valid = self._scored()[rows].tolist()
+        at = rows.tolist()
         out = []
-        for ok, alloc_row, load_row in zip(valid, self.allocatable[rows].tolist(), load[rows].tolist(), strict=True):
+        for ok, alloc_row, load_row in zip(valid, row_lists(self.allocatable, at), row_lists(load, at), strict=True):
             if not ok:
                 out.append(0)
                 continue

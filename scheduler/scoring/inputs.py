@@ -5,7 +5,7 @@ BalancedAllocation and everything else use real requests."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +15,7 @@ from common.resources import CPU, MEMORY, is_scalar_resource
 
 from .resource_fit import active_resources
 
-__all__ = ["scoring_inputs", "scoring_rows", "RowInputs"]
+__all__ = ["scoring_inputs", "scoring_rows", "RowInputs", "row_lists"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -61,6 +61,20 @@ class RowInputs(NamedTuple):
     active: list[bool]
 
 
+# up to this many rows, row_lists reads each row on its own (a view and tolist); past it one gather of them all
+# costs less
+GATHER_FROM = 4
+
+
+def row_lists(matrix: npt.NDArray[np.int64] | npt.NDArray[np.float64] | npt.NDArray[np.bool_],
+              rows: Sequence[int]) -> list[list[Any]]:
+    """The rows ``rows`` of ``matrix`` as Python lists, in order."""
+    if len(rows) < GATHER_FROM:
+        return [matrix[i].tolist() for i in rows]
+    out: list[list[Any]] = matrix[list(rows)].tolist()
+    return out
+
+
 def scoring_rows(
     names: Sequence[str],
     pod: PodView,
@@ -73,16 +87,15 @@ def scoring_rows(
     non_zero: bool,
 ) -> RowInputs:
     """:func:`scoring_inputs` restricted to ``rows``, as Python integers: the few nodes a placement changed cost
-    less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers.  Each
-    matrix is read in one gather of the rows."""
+    less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers
+    (:func:`row_lists`)."""
     col = {c: j for j, c in enumerate(columns)}
     where = [col.get(r) for r in names]
     nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
-    at = list(rows)
-    alloc_rows = [[0 if j is None else alloc[j] for j in where] for alloc in allocatable[at].tolist()]
+    alloc_rows = [[0 if j is None else alloc[j] for j in where] for alloc in row_lists(allocatable, rows)]
     reads_used = any(z is None and j is not None for j, z in zip(where, nonzero_at, strict=True))
-    used_rows = requested[at].tolist() if reads_used else [[]] * len(at)
-    nonzero_rows = nonzero_requested[at].tolist() if any(z is not None for z in nonzero_at) else [[]] * len(at)
+    used_rows = row_lists(requested, rows) if reads_used else [[]] * len(rows)
+    nonzero_rows = row_lists(nonzero_requested, rows) if any(z is not None for z in nonzero_at) else [[]] * len(rows)
     req_rows = [[nonzero[z] if z is not None else 0 if j is None else used[j]
                  for j, z in zip(where, nonzero_at, strict=True)]
                 for used, nonzero in zip(used_rows, nonzero_rows, strict=True)]
