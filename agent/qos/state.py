@@ -21,8 +21,8 @@ nothing for a container whose CPU counter did not move.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -342,11 +342,6 @@ def refresh_usage(pod: PodState, cpu_usage_milli: int, memory_usage_bytes: int, 
     _set_container_quota(container, cpu_quota_us)
     _set_pod_cpu(pod, cpu_usage_milli)
     _set_pod_memory(pod, memory_usage_bytes)
-
-
-def with_pods(state: NodeState, pods: Sequence[PodState]) -> NodeState:
-    """The same snapshot with another pod list (the simulator's and tests' helper)."""
-    return replace(state, pods=tuple(pods))
 
 
 # -- JSON helpers -----------------------------------------------------------------------------------------

@@ -216,11 +216,6 @@ class TaskInfo(Tracked):
         """``preemptionPolicy: Never``: the pod waits instead of evicting anything."""
         return (self.pod.raw.get("spec") or {}).get("preemptionPolicy") == "Never"
 
-    @property
-    def init_resreq(self) -> Resources:
-        # PodView.requests already folds init containers (max) and overhead in, as kube does.
-        return self.resreq
-
     @classmethod
     def filled(cls, values: tuple[Any, ...], renew: TaskInfo | None = None) -> TaskInfo:
         """``TaskInfo(*values)`` (every field given, in order), or ``renew`` made so in place (noted, as setting its
@@ -593,14 +588,6 @@ class JobInfo:
         counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED],
                                    empty_pending=True)
         return all(counts.get(role, 0) >= m for role, m in self.min_task_member.items() if m > 0)
-
-    def check_task_starving(self) -> bool:
-        if not self.min_task_member:
-            return False
-        if self._roles_permissive():
-            return False
-        counts = self._role_counts([*ALLOCATED_STATUS, TaskStatus.SUCCEEDED, TaskStatus.PIPELINED])
-        return any(counts.get(role, 0) < m for role, m in self.min_task_member.items() if m > 0)
 
     def need_continue_allocating(self, failed_roles: set[str]) -> bool:
         """Whether allocation should go on after a task failed predicates (docs/design/scheduler.md §2.7)."""
