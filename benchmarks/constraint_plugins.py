@@ -22,8 +22,8 @@ from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
-from scheduler_throughput import _cluster, _drain, _scheduler, mixed_pods, shaped_pods
-from session_walks import Clocks, _timed
+from scheduler_throughput import bench_cluster, bench_scheduler, drain, mixed_pods, shaped_pods
+from session_walks import Clocks, timed_calls
 
 from scheduler.plugins.interpodaffinity import InterPodAffinityCheck
 from scheduler.plugins.podtopologyspread import PodIndex, SpreadCheck
@@ -41,7 +41,7 @@ def _timed_run(body: Callable[[], int]) -> dict[str, float]:
     clocks: Clocks = {f"{name}_{c}_ms": [] for _, _, name in CALLS for c in ("cpu", "wall")}
     with ExitStack() as stack:
         for cls, method, name in CALLS:
-            stack.enter_context(_timed(cls, method, name, clocks))
+            stack.enter_context(timed_calls(cls, method, name, clocks))
         w0, c0 = time.perf_counter(), time.process_time()
         pods = body()
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
@@ -54,20 +54,20 @@ def _timed_run(body: Callable[[], int]) -> dict[str, float]:
 
 def mixed() -> dict[str, float]:
     rng = np.random.default_rng(3)
-    cluster, clock = _cluster(5000, mixed_pods("running", 1000, rng, 5000))
-    sched = _scheduler(cluster, clock, 100)
+    cluster, clock = bench_cluster(5000, mixed_pods("running", 1000, rng, 5000))
+    sched = bench_scheduler(cluster, clock, 100)
     pending = mixed_pods("pending", 2000, rng, 0)
 
     def body() -> int:
         cluster.load(pending)
-        return _drain(sched, len(pending))[0]
+        return drain(sched, len(pending))[0]
     return _timed_run(body)
 
 
 def batches() -> dict[str, float]:
     rng = np.random.default_rng(2)
-    cluster, clock = _cluster(5000, shaped_pods("bound", 11_000, rng, 5000))
-    sched = _scheduler(cluster, clock, 100)
+    cluster, clock = bench_cluster(5000, shaped_pods("bound", 11_000, rng, 5000))
+    sched = bench_scheduler(cluster, clock, 100)
     sched.run_once()   # the first session derives everything
     waves = [shaped_pods(f"batch{b}", 100, rng) for b in range(5)]
 

@@ -174,7 +174,9 @@ class TimedScheduler(Scheduler):
         self.binder.bind = bind  # type: ignore[method-assign]
 
 
-def _cluster(nodes: int, running: list[Pod], extra: Iterable[dict[str, Any]] = ()) -> tuple[MemoryCluster, FakeClock]:
+def bench_cluster(nodes: int, running: list[Pod], extra: Iterable[dict[str, Any]] = ()) -> tuple[MemoryCluster, FakeClock]:
+    """The in-memory cluster of these benchmarks (``nodes`` in 3 zones, fresh NodeMetrics, ``running`` bound) and
+    its clock; the other scheduler benchmarks build theirs with it too."""
     rng = np.random.default_rng(1)
     clock = FakeClock(T0 + 30)
     # the scheduler's informers are subscriptions: the API server needs no watch history to replay
@@ -186,7 +188,8 @@ def _cluster(nodes: int, running: list[Pod], extra: Iterable[dict[str, Any]] = (
     return cluster, clock
 
 
-def _scheduler(cluster: MemoryCluster, clock: FakeClock, percentage: int) -> TimedScheduler:
+def bench_scheduler(cluster: MemoryCluster, clock: FakeClock, percentage: int) -> TimedScheduler:
+    """The scheduler under test: the default conf, write-back on, the daemon's collector pacing."""
     # as the daemon runs it: what outlives a session frozen, one full collection per ten minutes
     sched = TimedScheduler(cluster, default_conf(), clock=clock, write_back=True,
                            node_sampling=NodeSampling(percentage=percentage), gc_pacing=CollectorPacing())
@@ -194,7 +197,7 @@ def _scheduler(cluster: MemoryCluster, clock: FakeClock, percentage: int) -> Tim
     return sched
 
 
-def _drain(sched: Scheduler, total: int, max_sessions: int = 50) -> tuple[int, int]:
+def drain(sched: Scheduler, total: int, max_sessions: int = 50) -> tuple[int, int]:
     """Sessions until ``total`` pods are bound or one binds nothing: (pods bound, sessions)."""
     bound = sessions = 0
     while bound < total and sessions < max_sessions:
@@ -240,14 +243,14 @@ def _instrument(on: bool) -> None:
 def throughput(nodes: int, running: list[Pod], pending: list[Pod], percentage: int,
                extra: Iterable[dict[str, Any]] = ()) -> dict[str, float]:
     """After a start-up session (measured apart), create ``pending``, then sessions until they are bound: timed."""
-    cluster, clock = _cluster(nodes, running, extra)
-    sched = _scheduler(cluster, clock, percentage)
+    cluster, clock = bench_cluster(nodes, running, extra)
+    sched = bench_scheduler(cluster, clock, percentage)
     startup = _startup_session(sched)
     clock.advance(1)   # the next session a second later, as the daemon runs them
     _instrument(True)
     t0, c0 = time.perf_counter(), time.process_time()
     cluster.load(pending)
-    bound, sessions = _drain(sched, len(pending))
+    bound, sessions = drain(sched, len(pending))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     _instrument(False)
     return {**_figures(bound, len(pending), sessions, wall, cpu, t0, sched.bind_times), **startup}
@@ -256,8 +259,8 @@ def throughput(nodes: int, running: list[Pod], pending: list[Pod], percentage: i
 def steady(nodes: int, bound_pods: int, size: Size, percentage: int) -> dict[str, float]:
     """Idle-session CPU at ``bound_pods`` pods bound, then batches of 100 arriving pods, one session each."""
     rng = np.random.default_rng(2)
-    cluster, clock = _cluster(nodes, shaped_pods("bound", bound_pods, rng, nodes))
-    sched = _scheduler(cluster, clock, percentage)
+    cluster, clock = bench_cluster(nodes, shaped_pods("bound", bound_pods, rng, nodes))
+    sched = bench_scheduler(cluster, clock, percentage)
     startup = _startup_session(sched)   # it derives everything; the idle ones after it have nothing new
     idle_cpu, idle_wall = [], []
     for _ in range(size.idle_sessions):

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from scheduler_throughput import _cluster, _scheduler, node, nodemetric, shaped_pods
+from scheduler_throughput import bench_cluster, bench_scheduler, node, nodemetric, shaped_pods
 
 import scheduler.framework.session as session_module
 from scheduler.engine import Scheduler
@@ -68,8 +68,8 @@ def _medians(clocks: Clocks) -> dict[str, float]:
 
 def run(nodes: int, pods: int, sessions: int) -> dict[str, dict[str, float]]:
     rng = np.random.default_rng(2)
-    cluster, clock = _cluster(nodes, shaped_pods("bound", pods, rng, nodes))
-    sched = _scheduler(cluster, clock, 100)
+    cluster, clock = bench_cluster(nodes, shaped_pods("bound", pods, rng, nodes))
+    sched = bench_scheduler(cluster, clock, 100)
     sched.run_once()   # the first session derives everything
     kinds = ("build_cpu_ms", "build_wall_ms", "open_cpu_ms", "open_wall_ms", "session_cpu_ms", "session_wall_ms")
     metrics: Clocks = {k: [] for k in kinds}

@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import numpy as np
-from scheduler_throughput import _cluster, _scheduler, nodemetric, shaped_pods
+from scheduler_throughput import bench_cluster, bench_scheduler, nodemetric, shaped_pods
 
 from scheduler.actions.backfill import Backfill
 from scheduler.actions.enqueue import Enqueue
@@ -42,7 +42,7 @@ WALKS: tuple[tuple[type, str, str], ...] = (
 
 
 @contextmanager
-def _timed(cls: type, method: str, name: str, clocks: Clocks) -> Iterator[None]:
+def timed_calls(cls: type, method: str, name: str, clocks: Clocks) -> Iterator[None]:
     """``cls.method`` timed (CPU and wall) into ``clocks`` while inside."""
     original: Callable[..., Any] = getattr(cls, method)
 
@@ -64,15 +64,15 @@ def _timed(cls: type, method: str, name: str, clocks: Clocks) -> Iterator[None]:
 def _session(sched: Scheduler, clocks: Clocks) -> None:
     with ExitStack() as stack:
         for cls, method, name in WALKS:
-            stack.enter_context(_timed(cls, method, name, clocks))
+            stack.enter_context(timed_calls(cls, method, name, clocks))
         sched.run_once()
 
 
 def run(nodes: int, pods: int, sessions: int) -> dict[str, dict[str, float]]:
     """Median CPU and wall ms of each walk, per kind of session."""
     rng = np.random.default_rng(2)
-    cluster, clock = _cluster(nodes, shaped_pods("bound", pods, rng, nodes))
-    sched = _scheduler(cluster, clock, 100)
+    cluster, clock = bench_cluster(nodes, shaped_pods("bound", pods, rng, nodes))
+    sched = bench_scheduler(cluster, clock, 100)
     sched.run_once()   # the first session derives everything
     per_second = max(1, nodes // 60)
 
