@@ -548,6 +548,8 @@ class PodsMetric(list[dict[str, Any]]):
         super().__init__(entries)
         self.pods = pods
         self.node_usage = None if node_usage is None else (node_usage[0], Resources._trusted(node_usage[1]))
+
+
 @dataclass(frozen=True, slots=True)
 class NodeMetricView:
     """``slo.loadwise.io/v1alpha1`` NodeMetric, field names as Koordinator's (docs/design/nodemetric.md §1)."""
