@@ -75,6 +75,12 @@ class _MemoryInformer:
         return self.synced
 
 
+def _object_key(namespaced: bool, name: str, namespace: str | None) -> _Key:
+    """An object's key in its kind's bucket: (namespace, name), the namespace "default" when not given, "" for a
+    cluster-scoped kind."""
+    return ((namespace or "default") if namespaced else "", name)
+
+
 class MemoryCluster:
     """The in-memory backend of :class:`common.cluster.Cluster`.
 
@@ -128,7 +134,7 @@ class MemoryCluster:
 
     @staticmethod
     def _key(kind: str, name: str, namespace: str | None) -> _Key:
-        return ((namespace or "default") if kind_info(kind).namespaced else "", name)
+        return _object_key(kind_info(kind).namespaced, name, namespace)
 
     def _next_rv(self) -> str:
         self._last_rv = next(self._rv)
@@ -260,7 +266,7 @@ class MemoryCluster:
             else:
                 meta.pop("namespace", None)
             # _key and _bucket, with the kind's info looked up once
-            key = (meta.get("namespace") or "default" if info.namespaced else "", meta["name"])
+            key = _object_key(info.namespaced, meta["name"], meta.get("namespace"))
             bucket = self._objects.setdefault(kind, {})
             if key in bucket:
                 raise Conflict(f'{info.plural} "{meta["name"]}" already exists', reason="AlreadyExists")
