@@ -234,7 +234,7 @@ def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:
     changes = snap.changes.between(totals.generation, snap.generation)
     if changes is None or not changes.keys() <= _FOLLOWED:
         return None
-    if [nd.name for nd in ssn.nodes] != totals.names:
+    if ssn.node_names != totals.names:
         return None
     if any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True))):
         return None
@@ -248,6 +248,18 @@ def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:
         if pod is not None and pod.node_name:
             moved.add(pod.node_name)
     return moved
+
+
+def _node_rows(ssn: Session) -> Mapping[str, int]:
+    """Each node's row by name: the previous session's map while the node names are the same, in the same order
+    (a list comparison in C, where making the map is a Python step per node).  Never changed once made."""
+    names = ssn.node_names
+    kept: tuple[list[str], Mapping[str, int]] | None = ssn.memo.value(_ROWS_KEY)
+    if kept is not None and kept[0] == names:
+        return kept[1]
+    rows = {name: i for i, name in enumerate(names)}
+    ssn.memo.set_value(_ROWS_KEY, (list(names), rows))
+    return rows
 
 
 def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:
@@ -269,6 +281,7 @@ def _add_counts(target: IntArray, counts: Mapping[int, int]) -> None:
 
 
 _NODES_KEY = "podindex.nodes"
+_ROWS_KEY = "podindex.rows"
 _POD = attrgetter("pod")
 _INDEXES: weakref.WeakKeyDictionary[Session, PodIndex] = weakref.WeakKeyDictionary()
 # statuses of the tasks the index counts on their node (on_node or pipelined)
@@ -283,7 +296,7 @@ class PodIndex:
 
     def __init__(self, ssn: Session) -> None:
         self.n = len(ssn.nodes)
-        self._index = {nd.name: i for i, nd in enumerate(ssn.nodes)}
+        self._index = _node_rows(ssn)
         self._placed: dict[str, Placed] = {}
         self.pod_count = np.zeros(self.n, dtype=np.int64)
         self._counts: dict[Matcher, _Counts] = {}
@@ -363,7 +376,7 @@ class PodIndex:
             where.update((p.pod.key, name) for _, p in seed.placed)
             if seed.rows:
                 count[seed.rows[0]] += len(seed.rows)
-        names = [nd.name for nd in ssn.nodes]
+        names = list(ssn.node_names)
         return _Totals(names, snap.changes, snap.generation, placed, affinity, host_ports, count, where,
                        frozenset(names) - seeds.keys())
 
