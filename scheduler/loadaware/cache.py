@@ -73,9 +73,11 @@ def enters_cache(pod: PodView) -> bool:
     return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
 
 
-def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> AssignedPod:
-    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time)."""
-    return assigned_entry(pod, node, now, args)[0]
+def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+                 estimate: tuple[int, ...] | None = None) -> AssignedPod:
+    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time); ``estimate``: the
+    pod's estimate vector under ``args`` when the caller keeps one (per pod shape), else it is computed."""
+    return stamped_entry(pod, node, now, args, estimate)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +101,12 @@ def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> 
     return entry, stamp is not None
 
 
-def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, Stamp | None]:
+def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+                  estimate: tuple[int, ...] | None = None) -> tuple[AssignedPod, Stamp | None]:
     """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None)."""
-    names = args.resource_names
-    est = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
+    if estimate is None:
+        raw = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
+        estimate = tuple(estimate_vector(raw, args.resource_names).tolist())
     scheduled = _condition_time(pod, "PodScheduled")
     timestamp = scheduled if scheduled is not None else now
     after_init = _seconds(pod, AFTER_INIT_ANNOTATION, args.estimated_seconds_after_initialized,
@@ -117,8 +121,7 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> t
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
         from_timestamp = after_sched
-    entry = AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
-                        pod.priority_class == PriorityClass.PROD, timestamp, deadline)
+    entry = AssignedPod(pod.key, node, estimate, pod.priority_class == PriorityClass.PROD, timestamp, deadline)
     return entry, (Stamp(from_timestamp) if scheduled is None else None)
 
 

@@ -249,7 +249,8 @@ class LoadAware:
 
         def on_allocate(task: TaskInfo) -> None:
             if task.node_name:
-                state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args))
+                est = tuple(self.estimate(task).tolist())   # the estimate kept per pod shape
+                state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args, est))
                 if own:  # a replacement placed where its reservation was: its own estimate counts from now on
                     _consume(state, own, workload_of(task.pod), task.node_name)
 
