@@ -144,16 +144,14 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
 
     def rows_of(task: TaskInfo) -> RowFn:
         pod = PodRows(BALANCED_RESOURCES, task.pod, arr.columns, non_zero=False)
-        kept = [(k, p) for k, (p, on) in enumerate(zip(pod.pod_request, pod.active, strict=True)) if on]
-        if not any(p != 0 for _, p in kept):   # a pod requesting none of the resources: 0 on every node
-            return _zeros
+        if not any(p != 0 for p, on in zip(pod.pod_request, pod.active, strict=True) if on):
+            return _zeros   # a pod requesting none of the resources: 0 on every node
 
         def rows(at: list[int]) -> list[int]:
-            out = []
-            for i in at:
-                alloc, req = pod.node(arr.allocatable, arr.used, arr.nonzero_requested, i)
-                out.append(balance_ref([(alloc[k], req[k] + p) for k, p in kept]))
-            return out
+            # balance_ref skips allocatable 0 as with_pod does
+            return [balance_ref([(a, r) for a, r, _ in pod.with_pod(arr.allocatable, arr.used,
+                                                                     arr.nonzero_requested, i)])
+                    for i in at]
         return rows
 
     def score(task: TaskInfo) -> IntArray:

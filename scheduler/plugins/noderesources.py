@@ -91,15 +91,11 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
             return lambda at: compute(np.array(at, dtype=np.int64)).tolist()
         scalar = ref
         pod = PodRows(strategy.names, task.pod, arr.columns, non_zero=True)
-        kept = [(k, p, w) for k, (p, w, on) in enumerate(zip(pod.pod_request, weights, pod.active, strict=True))
-                if on]
 
         def rows(at: list[int]) -> list[int]:
-            out = []
-            for i in at:
-                alloc, req = pod.node(arr.allocatable, arr.used, arr.nonzero_requested, i)
-                out.append(scalar([(alloc[k], req[k] + p, w) for k, p, w in kept if alloc[k] > 0]))
-            return out
+            return [scalar([(a, r, weights[k]) for a, r, k in pod.with_pod(arr.allocatable, arr.used,
+                                                                            arr.nonzero_requested, i)])
+                    for i in at]
         return rows
 
     def score(task: TaskInfo) -> IntArray:

@@ -77,9 +77,9 @@ def row_lists(matrix: npt.NDArray[np.int64] | npt.NDArray[np.float64] | npt.NDAr
 
 class PodRows:
     """What :func:`scoring_rows` works out of the pod and the columns alone, once: a run of identical pods reads the
-    same names of one node at every step (:meth:`node`)."""
+    same names of one node at every step (:meth:`with_pod`)."""
 
-    __slots__ = ("where", "nonzero_at", "reads_used", "reads_nonzero", "pod_request", "active")
+    __slots__ = ("where", "nonzero_at", "reads_used", "reads_nonzero", "pod_request", "active", "_plan")
 
     def __init__(self, names: Sequence[str], pod: PodView, columns: Sequence[str], *, non_zero: bool) -> None:
         col = {c: j for j, c in enumerate(columns)}
@@ -92,6 +92,10 @@ class PodRows:
         pod_req = pod.nonzero_requests if non_zero else pod.requests
         self.pod_request = [pod_req.get(r, 0) for r in names]
         self.active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
+        # the names that count and have a column (a name without one has allocatable 0): (name index, column,
+        # non-zero column or None, the pod's request)
+        self._plan = [(k, j, z, p) for k, (j, z, p, on) in enumerate(
+            zip(self.where, self.nonzero_at, self.pod_request, self.active, strict=True)) if on and j is not None]
 
     def amounts(self, alloc: list[int], used: list[int], nonzero: list[int]) -> tuple[list[int], list[int]]:
         """One node's allocatable and requested amounts of the names, from its rows of the arrays."""
@@ -99,11 +103,14 @@ class PodRows:
                 [nonzero[z] if z is not None else 0 if j is None else used[j]
                  for j, z in zip(self.where, self.nonzero_at, strict=True)])
 
-    def node(self, allocatable: IntArray, requested: IntArray, nonzero_requested: IntArray,
-             i: int) -> tuple[list[int], list[int]]:
-        """Node ``i``'s allocatable and requested amounts of the names, as Python integers."""
-        return self.amounts(allocatable[i].tolist(), requested[i].tolist() if self.reads_used else [],
-                            nonzero_requested[i].tolist() if self.reads_nonzero else [])
+    def with_pod(self, allocatable: IntArray, requested: IntArray, nonzero_requested: IntArray,
+                 i: int) -> list[tuple[int, int, int]]:
+        """Node ``i``'s names that count (active, allocatable above 0), in order: the allocatable amount, the
+        requested amount with the pod's request added, and the name's index."""
+        alloc = allocatable[i].tolist()
+        used = requested[i].tolist() if self.reads_used else []
+        nonzero = nonzero_requested[i].tolist() if self.reads_nonzero else []
+        return [(alloc[j], (used[j] if z is None else nonzero[z]) + p, k) for k, j, z, p in self._plan if alloc[j] > 0]
 
 
 def scoring_rows(
