@@ -156,14 +156,15 @@ class SimAgents:
             [(waiting.t, node, [m.uid for m in metas]) for (node, waiting), metas in zip(reports, ordered, strict=True)],
             float(self.policy.window_seconds),
         )
-        node_pairs = reported_pairs(means.nodes.reshape(-1), np.repeat(means.node_counts, 4))
-        pod_pairs = reported_pairs(means.pods.reshape(-1), np.repeat(means.pod_counts, 2))
-        k = 0
+        # every report's node and system pair, then every pod's, truncated in one call
+        pairs = reported_pairs(np.concatenate([means.nodes.reshape(-1), means.pods.reshape(-1)]),
+                               np.concatenate([np.repeat(means.node_counts, 4), np.repeat(means.pod_counts, 2)]))
+        k = 2 * len(reports)
         for b, ((node, waiting), metas) in enumerate(zip(reports, ordered, strict=True)):
-            pairs = node_pairs[2 * b : 2 * b + 2] + pod_pairs[k : k + len(metas)]
+            own = pairs[2 * b : 2 * b + 2] + pairs[k : k + len(metas)]
             k += len(metas)
             # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
-            self._write(node, status_of(waiting.t, metas, pairs, ([], []), typed=True))
+            self._write(node, status_of(waiting.t, metas, own, ([], []), typed=True))
 
     def _write(self, node: int, status: dict[str, Any]) -> None:
         """Node ``node``'s NodeMetric status written (status subresource)."""
