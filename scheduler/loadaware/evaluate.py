@@ -350,7 +350,7 @@ class LoadAwareState:
         """``packed(filter(...))`` of a pod that is not a daemon pod, on every node or on ``rows``: a few rows (what
         a row cache recomputes after a placement) node by node in Python, with the same arithmetic."""
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._packed_rows(rows, estimate.tolist(), is_prod), dtype=np.int64)
+            return np.array(self._packed_rows(rows.tolist(), estimate.tolist(), is_prod), dtype=np.int64)
         static = self._static_masks(is_prod)
         if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
@@ -371,10 +371,17 @@ class LoadAwareState:
         out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
         return out
 
-    def _packed_rows(self, rows: IntArray, est: list[int], is_prod: bool) -> list[int]:
-        """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows."""
+    def passes_rows(self, estimate: IntArray, *, is_prod: bool, at: list[int]) -> list[bool]:
+        """Whether the nodes ``at`` pass :meth:`filter_packed` (a run's few nodes: no arrays made)."""
+        if len(at) <= ROW_BY_ROW:
+            return [v == 0 for v in self._packed_rows(at, estimate.tolist(), is_prod)]
+        out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64)) == 0
+                           ).tolist()
+        return out
+
+    def _packed_rows(self, at: list[int], est: list[int], is_prod: bool) -> list[int]:
+        """The packed filter outcome of the nodes ``at``, as :meth:`filter` computes it for those rows."""
         prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
-        at = rows.tolist()
         loads = row_lists(self.load_filter, at)
         if prod_any:
             prods = row_lists(self.load_prod, at)
@@ -383,7 +390,7 @@ class LoadAwareState:
         out = []
         for u_row, pos_row, div_row, thr_row, on_row, c in zip(
                 loads, row_lists(self._alloc_pos, at), row_lists(self._alloc_div, at), row_lists(thr, at),
-                row_lists(thr_on, at), code[rows].tolist(), strict=True):
+                row_lists(thr_on, at), [int(code[i]) for i in at], strict=True):
             pct = [0] * len(est)
             for j, (u, e, pos, d) in enumerate(zip(u_row, est, pos_row, div_row, strict=True)):
                 if pos:
@@ -469,7 +476,7 @@ class LoadAwareState:
         load = self.load_prod if prod_pod else self.load_score
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._score_rows(rows, load, estimate.tolist()), dtype=np.int64)
+            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist()), dtype=np.int64)
         valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
@@ -491,16 +498,25 @@ class LoadAwareState:
             valid = self._valid = self.has_metric & ~self.expired & self.has_status
         return valid
 
-    def _score_rows(self, rows: IntArray, load: IntArray, est: list[int]) -> list[int]:
-        """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout)."""
+    def score_values(self, estimate: IntArray, *, is_prod: bool, at: list[int]) -> list[int]:
+        """:meth:`score` of the nodes ``at`` as Python integers (a run's few nodes: no arrays made)."""
+        if len(at) > ROW_BY_ROW:
+            out: list[int] = self.score(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64)).tolist()
+            return out
+        if not self.weights.any() and self.args.dominant_resource_weight == 0:
+            return [0] * len(at)
+        prod_pod = self.args.score_according_prod_usage and is_prod
+        return self._score_rows(at, self.load_prod if prod_pod else self.load_score, estimate.tolist())
+
+    def _score_rows(self, at: list[int], load: IntArray, est: list[int]) -> list[int]:
+        """The scores of the nodes ``at``, as :meth:`score` computes them for those rows (integers throughout)."""
         dominant = self.args.dominant_resource_weight
         weights = self.weights.tolist()
         wsum = sum(weights) + dominant
-        valid = self._scored()[rows].tolist()
-        at = rows.tolist()
+        valid = self._scored()
         out = []
-        for ok, alloc_row, load_row in zip(valid, row_lists(self.allocatable, at), row_lists(load, at), strict=True):
-            if not ok:
+        for i, alloc_row, load_row in zip(at, row_lists(self.allocatable, at), row_lists(load, at), strict=True):
+            if not valid[i]:
                 out.append(0)
                 continue
             s = []

@@ -264,14 +264,15 @@ class LoadAware:
                 return None
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            return lambda at: state.filter_packed(est, is_prod=is_prod, rows=at) == 0
+            return lambda at: state.passes_rows(est, is_prod=is_prod, at=at)
 
         def score_rows(task: TaskInfo) -> RowFn | None:
             if own:
                 return None
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            return lambda at: state.score(est, is_prod=is_prod, rows=at) * self.weight
+            weight = self.weight
+            return lambda at: [v * weight for v in state.score_values(est, is_prod=is_prod, at=at)]
 
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows)
         ssn.add_vector_score_fn(NAME, score, rows=score_rows)

@@ -21,7 +21,7 @@ from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import FitResult, fit_filter, is_ignored
-from scheduler.scoring.inputs import RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.inputs import PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -63,15 +63,16 @@ def strategy_scorer(ssn: Session, strategy: ScoringStrategy, name: str) -> Calla
 
 
 def strategy_parts(ssn: Session, strategy: ScoringStrategy,
-                   name: str) -> tuple[Callable[[TaskInfo], IntArray], ComputeOf]:
-    """:func:`strategy_scorer`, and its scores on some nodes (each node's depends on its row of the arrays alone)."""
+                   name: str) -> tuple[Callable[[TaskInfo], IntArray], Callable[[TaskInfo], RowFn]]:
+    """:func:`strategy_scorer`, and its scores on some nodes for a run of a pod (``runs.RowsOf``: each node's
+    depends on its row of the arrays alone), node by node with the scalar reference where there is one."""
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
                              renewing=ssn.renewing)
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
 
-    def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+    def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if ref is not None and rows is not None and len(rows) <= ROW_BY_ROW:
                 return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
@@ -84,8 +85,25 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
             return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
         return compute
 
+    def rows_of(task: TaskInfo) -> RowFn:
+        if ref is None:
+            compute = compute_of(task)
+            return lambda at: compute(np.array(at, dtype=np.int64)).tolist()
+        scalar = ref
+        pod = PodRows(strategy.names, task.pod, arr.columns, non_zero=True)
+        kept = [(k, p, w) for k, (p, w, on) in enumerate(zip(pod.pod_request, weights, pod.active, strict=True))
+                if on]
+
+        def rows(at: list[int]) -> list[int]:
+            out = []
+            for i in at:
+                alloc, req = pod.node(arr.allocatable, arr.used, arr.nonzero_requested, i)
+                out.append(scalar([(alloc[k], req[k] + p, w) for k, p, w in kept if alloc[k] > 0]))
+            return out
+        return rows
+
     def score(task: TaskInfo) -> IntArray:
-        return memo.get((task.pod.requests, task.pod.nonzero_requests), rows_of(task))
+        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
     return score, rows_of
 
 
@@ -142,11 +160,14 @@ class NodeResources:
             return out
 
         def score_rows(task: TaskInfo) -> RowFn:
-            compute = strategy_rows(task)
-            return lambda rows: compute(rows) * self.weight
+            scores = strategy_rows(task)
+            return lambda at: [v * self.weight for v in scores(at)]
+
+        def fit_rows(task: TaskInfo) -> RowFn:
+            return lambda at: fit(task, np.array(at, dtype=np.int64)).mask.tolist()
 
         # each node's fit and score depend on its row of the node arrays alone
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=lambda task: lambda rows: fit(task, rows).mask)
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows)
         ssn.add_vector_score_fn(NAME, score, rows=score_rows)
 
     def on_session_close(self, ssn: Session) -> None:
