@@ -54,6 +54,7 @@ __all__ = [
     "reported_quantities",
     "report_rings",
     "assemble_status",
+    "status_of",
     "Reported",
     "build_nodemetric_status",
     "nodemetric_object",
@@ -516,13 +517,21 @@ def assemble_status(
     the (texts, parsed) of each (cpu, memory) pair of :func:`report_rings` (node, system, then each pod of
     ``metas``, in that order), ``None`` for a pair with no sample in the window."""
     node_memory = store.node_memory_series()
-    aggregated, aggregated_system = _aggregated(
-        store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY)
-    )
+    aggregated = _aggregated(store.node, now, policy.durations, (NODE_CPU, node_memory), (SYSTEM_CPU, SYSTEM_MEMORY))
+    return status_of(now, metas, pairs, aggregated, typed=typed)
+
+
+def status_of(
+    now: float, metas: Sequence[PodMeta], pairs: Sequence[Reported | None],
+    aggregated: tuple[list[dict[str, Any]], list[dict[str, Any]]], *, typed: bool = False
+) -> dict[str, Any]:
+    """The status :func:`assemble_status` makes, its ``aggregatedNodeUsages`` and ``aggregatedSystemUsages`` given
+    (fresh lists: the status keeps them), for a writer that averaged the windows without a store."""
+    aggregated_node, aggregated_system = aggregated
     node_texts, node_usage = pairs[0] or ({}, {})
     node_metric: dict[str, Any] = {
         "nodeUsage": {"resources": node_texts},
-        "aggregatedNodeUsages": aggregated,
+        "aggregatedNodeUsages": aggregated_node,
         "systemUsage": {"resources": (pairs[1] or ({}, {}))[0]},
         "aggregatedSystemUsages": aggregated_system,
     }

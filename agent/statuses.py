@@ -68,7 +68,7 @@ def build_nodemetric_statuses(
     return out
 
 
-def reported_pairs(means: FloatArray, counts: Sequence[int]) -> list[Reported | None]:
+def reported_pairs(means: FloatArray, counts: Sequence[int] | npt.NDArray[np.intp]) -> list[Reported | None]:
     """:func:`agent.nodemetric.reported_quantities` of each (cpu, memory) pair of windows: ``means[2i]`` and
     ``means[2i + 1]``, a window with no sample (count 0) as None; None for a pair of two such windows.
 

@@ -177,14 +177,15 @@ class WriteBack:
     def _allocated(self, ssn: Session, moved: list[str]) -> dict[str, Resources]:
         """Each queue's own allocation after the session.  A renewing session that follows the one these sums
         last counted names the jobs that may differ from then: those it did not take over as that session left
-        them (``kept_jobs``: groups of one nothing set anything on since) and those whose tasks moved in it (any
-        change of ``allocated`` moves a task); the others are the same objects with the same amounts."""
+        them (``changed_jobs``: all but the groups of one nothing set anything on since), those gone since
+        (``gone_jobs``) and those whose tasks moved in it (any change of ``allocated`` moves a task); the others
+        are the same objects with the same amounts."""
         counted, self._counted = self._counted, None   # an error below leaves the sums to be checked in full
         memo = ssn.memo
         if ssn.renewing and counted is not None and counted[0] is memo and counted[1] == memo.previous_claim:
-            changed = ssn.jobs.keys() - ssn.kept_jobs
+            changed = set(ssn.changed_jobs)
             changed.update(moved)
-            own = self._allocation.own_changed(ssn.jobs, ssn.queues, changed)
+            own = self._allocation.own_changed(ssn.jobs, ssn.queues, changed, ssn.gone_jobs)
         else:
             own = self._allocation.own(list(ssn.jobs.values()), ssn.queues)
         if ssn.renewing:

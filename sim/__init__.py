@@ -11,7 +11,8 @@ Modules, in the order data flows:
 * ``synthetic`` / ``traces`` / ``replay`` — workloads from the seeded generator or from public trace files;
 * ``usage`` — every pod's true CPU and memory at a tick, vectorised and policy-independent;
 * ``objects`` — the Kubernetes dicts put into ``common.cluster.memory.MemoryCluster``;
-* ``agents`` — per node, the agent's ``UsageStore`` and NodeMetric builder, reporting on their interval;
+* ``agents`` / ``samples`` — the node agents: every node's and pod's samples in one table, and each node's
+  NodeMetric report (the agent's own status) on its interval;
 * ``waterline`` — per node, the agent's ``WaterlineRuntime`` with a simulated cgroup quota writer;
 * ``run`` — one policy's run on a ``FakeClock`` with ``scheduler.engine.Scheduler``; ``record`` its output;
 * ``policies`` / ``confs/`` — the compared confs; ``compare`` — several policies side by side;

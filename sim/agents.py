@@ -1,39 +1,45 @@
-"""The simulated node agents: the real koordlet-style pipeline fed with simulated usage.
+"""The simulated node agents: koordlet-style NodeMetric reports of simulated usage, built as the real agent builds them.
 
-Each node gets the agent's own :class:`agent.nodemetric.UsageStore`; every tick the simulator records the
-node's and its pods' true usage into it, and every ``reportIntervalSeconds`` (each node on its own phase, as
-independent agents would) :func:`agent.nodemetric.build_nodemetric_status` turns the history into the NodeMetric
-status that is written into the cluster.  The scheduler therefore sees what it sees in production: window
+Every tick the simulator records each node's and its pods' true usage.  A real agent keeps its node's history in an
+:class:`agent.nodemetric.UsageStore`; the simulated agents all sample at the same instants, so they keep theirs
+as rows of one :class:`sim.samples.SampleTable`, every node and pod written in a few NumPy calls a tick, and the
+windows of a batch of reports averaged in a few more.  Every ``reportIntervalSeconds`` (each node on its own
+phase, as independent agents would) a node's report becomes the NodeMetric status written into the cluster: the
+texts and typed values exactly those :func:`agent.nodemetric.build_nodemetric_status` makes from a store of the
+same samples (``tests/sim/test_samples.py``).  The scheduler therefore sees what it sees in production: window
 averages that lag the real usage by up to a report interval plus the averaging window.
 
 A report is built when something may read it: the simulator calls :meth:`SimAgents.publish` before every
 scheduling session and rebalancing round.  A report that no reader could see before the node's next one replaces
 it is never built, so every reader sees the same.  Built late it is what it would have been on time: the builder
 reads only the samples up to the report's time, and a deferred report is built before its node records twice
-more, while the store still holds every sample its window needs.
+more, while the table still holds every sample its window needs.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from agent.nodemetric import (
-    MetricCollectPolicy,
-    PodMeta,
-    UsageStore,
-    build_nodemetric_status,
-    nodemetric_object,
-)
-from agent.statuses import build_nodemetric_statuses, status_layout
+from agent.nodemetric import MetricCollectPolicy, PodMeta, nodemetric_object, status_of
+from agent.statuses import reported_pairs, status_layout
 from common.cluster.memory import MemoryCluster
 from sim.model import NodeSpec
 from sim.objects import with_uid
+from sim.samples import SampleTable
 
 __all__ = ["SimAgents"]
+
+FloatArray = npt.NDArray[np.float64]
+_POD_ORDER = attrgetter("namespace", "name")  # podsMetric order, as build_nodemetric_status sorts it
+# Rows the sample table keeps beyond a window's: a report is built at most two ticks after it was made.
+_LATE_ROWS = 3
 
 
 @dataclass(slots=True)
@@ -60,7 +66,10 @@ class SimAgents:
         self.nodes = list(nodes)
         self.policy = policy
         self.tick_seconds = tick_seconds
-        self.stores = [UsageStore(policy, interval_seconds=tick_seconds) for _ in self.nodes]
+        if policy.durations:
+            raise ValueError("the simulated agents report no aggregated usages: policy.durations must be empty, "
+                             f"not {policy.durations}")
+        self.samples = SampleTable(len(self.nodes), math.ceil(policy.window_seconds / tick_seconds) + _LATE_ROWS)
         # Agents start at different moments: their report times are spread evenly over the interval.
         self.interval = float(policy.interval_seconds)
         n = len(self.nodes)
@@ -70,6 +79,8 @@ class SimAgents:
         self.built = 0
         # per node, its report not built yet (in the order they were made)
         self._deferred: dict[int, _Deferred] = {}
+        # per node, the pods of its last report built and their podsMetric order
+        self._order: dict[int, tuple[list[PodMeta], list[PodMeta]]] = {}
         # whether reports wait for a reader: only when a late build is exact, the pod history keeping a pod at
         # least a tick past its last sample (false: each report is built at once, as tests compare)
         self.defer = policy.window_seconds >= tick_seconds
@@ -79,25 +90,16 @@ class SimAgents:
         for n in self.nodes:
             self.cluster.create("NodeMetric", with_uid("NodeMetric", nodemetric_object(n.name, self.policy)))
 
-    def record(
-        self, t: float, node: int, cpu_milli: float, memory_bytes: float, pods: Sequence[tuple[str, float, float]]
-    ) -> None:
-        """One collect tick of node ``node``: node usage and ``(uid, cpu millicores, memory bytes)`` per pod (UIDs
-        unique, as the running pods are)."""
-        self.record_cores(t, node, cpu_milli / 1000.0, memory_bytes, [(uid, cpu / 1000.0, mem) for uid, cpu, mem in pods])
-
-    def record_cores(
-        self, t: float, node: int, cpu_cores: float, memory_bytes: float, pods: Sequence[tuple[str, float, float]]
-    ) -> None:
-        """:meth:`record` with the CPU already in cores (``pods``: ``(uid, cpu cores, memory bytes)``), for a caller
-        that converts every value at once."""
-        waiting = self._deferred.get(node)
-        if waiting is not None:
-            if waiting.recorded_since:
-                self._build(node, self._deferred.pop(node))
-            else:
-                waiting.recorded_since = True
-        self.stores[node].record_usage(t, cpu_cores, memory_bytes, pods)
+    def record(self, t: float, node_cpu: FloatArray, node_memory: FloatArray, pod_node: npt.NDArray[np.int64],
+               uids: Sequence[str], pod_cpu: FloatArray, pod_memory: FloatArray) -> None:
+        """One collect tick of every node: per node its CPU (cores) and memory (bytes), per running pod (UIDs unique)
+        its node, CPU and memory.  A report still unbuilt from before the node's last tick is built first."""
+        late = sorted(node for node, waiting in self._deferred.items() if waiting.recorded_since)
+        if late:
+            self._build([(node, self._deferred.pop(node)) for node in late])
+        for waiting in self._deferred.values():
+            waiting.recorded_since = True
+        self.samples.record(t, node_cpu, node_memory, pod_node, uids, pod_cpu, pod_memory)
 
     def due(self, tick: int) -> tuple[list[int], list[int]]:
         """Nodes whose agent reports during tick number ``tick``: those that report before the tick's scheduling
@@ -143,21 +145,38 @@ class SimAgents:
 
     def publish(self) -> None:
         """Build and write every report made and not written yet, in the order they were made: before anything
-        reads the NodeMetrics.  They are built in one batch (:func:`agent.statuses.build_nodemetric_statuses`)."""
+        reads the NodeMetrics."""
         deferred, self._deferred = self._deferred, {}
-        if not deferred:
-            return
-        # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
-        statuses = build_nodemetric_statuses(
-            [(self.stores[node], waiting.t, waiting.pods) for node, waiting in deferred.items()], self.policy, typed=True
-        )
-        for node, status in zip(deferred, statuses, strict=True):
-            self._write(node, status)
+        if deferred:
+            self._build(list(deferred.items()))
 
-    def _build(self, node: int, report: _Deferred) -> None:
-        """Node ``node``'s NodeMetric status at the report's time, written (status subresource)."""
-        # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
-        self._write(node, build_nodemetric_status(self.stores[node], report.t, self.policy, report.pods, typed=True))
+    def _build(self, reports: list[tuple[int, _Deferred]]) -> None:
+        """Each node's NodeMetric status at its report's time, written (status subresource), in order: the windows
+        of all of them averaged in one batch, their quantities truncated in one more."""
+        ordered = [self._ordered(node, waiting.pods) for node, waiting in reports]
+        means = self.samples.means(
+            [(waiting.t, node, [m.uid for m in metas]) for (node, waiting), metas in zip(reports, ordered, strict=True)],
+            float(self.policy.window_seconds),
+        )
+        # every report's node and system pair, then every pod's, truncated in one call
+        pairs = reported_pairs(np.concatenate([means.nodes.reshape(-1), means.pods.reshape(-1)]),
+                               np.concatenate([np.repeat(means.node_counts, 4), np.repeat(means.pod_counts, 2)]))
+        k = 2 * len(reports)
+        for b, ((node, waiting), metas) in enumerate(zip(reports, ordered, strict=True)):
+            own = pairs[2 * b : 2 * b + 2] + pairs[k : k + len(metas)]
+            k += len(metas)
+            # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
+            self._write(node, status_of(waiting.t, metas, own, ([], []), typed=True))
+
+    def _ordered(self, node: int, pods: list[PodMeta]) -> list[PodMeta]:
+        """``pods`` in podsMetric order (namespace, then name); the node's last order again while its pods are the
+        same (the usual report: a node's pods change far less often than it reports)."""
+        last = self._order.get(node)
+        if last is not None and last[0] == pods:
+            return last[1]
+        ordered = sorted(pods, key=_POD_ORDER)
+        self._order[node] = (pods, ordered)
+        return ordered
 
     def _write(self, node: int, status: dict[str, Any]) -> None:
         """Node ``node``'s NodeMetric status written (status subresource)."""

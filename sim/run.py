@@ -107,7 +107,6 @@ class SimOptions:
     tick_seconds: float = 60.0
     report_interval_seconds: int = 60
     aggregate_duration_seconds: int = 300
-    aggregated_durations: tuple[float, ...] = ()
     system_cpu_fraction: float = 0.02  # of node CPU capacity: kubelet, runtime, daemons
     system_memory_bytes: int = GiB
     start_hour: float = 0.0  # time of day the simulation starts at (the workload's diurnal curves follow it)
@@ -149,10 +148,10 @@ class _Pod:
     _view: PodView | None = None
     _default_quota: int | None = None
     _state: PodState | None = None  # what the waterline engine last saw of it (its fixed fields are reused)
+    key: str = field(init=False)  # namespace/name, made once: looked up for every running pod every tick
 
-    @property
-    def key(self) -> str:
-        return f"{self.spec.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.spec.namespace}/{self.name}"
 
     @property
     def meta(self) -> PodMeta:
@@ -269,7 +268,7 @@ class Simulation:
         collect = MetricCollectPolicy(
             aggregate_duration_seconds=options.aggregate_duration_seconds,
             report_interval_seconds=options.report_interval_seconds,
-            durations=options.aggregated_durations,
+            durations=(),  # the simulated agents report no aggregated usages (sim.agents)
         )
         self.agents: SimAgents | None = None
         if policy.node_agents or policy.waterline:
@@ -613,19 +612,12 @@ class Simulation:
         return pods_on
 
     def _record_agents(self, now: float, u: TickUsage) -> None:
-        """Every node's and running pod's usage into its node's agent; CPU converted to cores in one NumPy call (the
-        same divisions, one per value, as the agent's own conversion)."""
-        agents = self.agents
-        if agents is None:
-            return
-        cores = (np.asarray(u.served, dtype=np.float64) / 1000.0).tolist()
-        samples: list[list[tuple[str, float, float]]] = [[] for _ in self.nodes]
-        for p, c, m in zip(u.running, cores, np.asarray(u.mem, dtype=np.float64).tolist(), strict=True):
-            samples[p.node].append((p.uid, c, m))
-        node_cores = (np.asarray(u.node_cpu, dtype=np.float64) / 1000.0).tolist()
-        node_mem = np.asarray(u.node_mem, dtype=np.float64).tolist()
-        for i, pods in enumerate(samples):
-            agents.record_cores(now, i, node_cores[i], node_mem[i], pods)
+        """Every node's and running pod's usage into the agents, CPU converted to cores in one NumPy call (the same
+        divisions, one per value, as the agent's own conversion)."""
+        if self.agents is not None:
+            served, node_cpu = np.asarray(u.served, dtype=np.float64), np.asarray(u.node_cpu, dtype=np.float64)
+            self.agents.record(now, node_cpu / 1000.0, np.asarray(u.node_mem, dtype=np.float64), u.node,
+                               [p.uid for p in u.running], served / 1000.0, np.asarray(u.mem, dtype=np.float64))
 
     def _report_agents(self, k: int, now: float, pods_on: Sequence[Sequence[tuple[_Pod, float, float]]]) -> list[int]:
         """The agents whose report falls before this step's session report; returns those due after it."""

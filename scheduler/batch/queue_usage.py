@@ -179,19 +179,22 @@ class _Carried:
 
 
 def kept_queue_usage(jobs: Mapping[str, JobInfo], queues: Iterable[str], memo: SessionMemo,
-                     kept: Set[str] | None) -> dict[str, QueueUsage]:
-    """:func:`queue_usage` of ``jobs`` (by uid), in ``queues`` order.  A claiming session (``kept``: the jobs it took
-    over as the previous claiming session had them) starts from the previous one's sums and redoes only the jobs
-    it did not keep, which spares the walk over every job of the cluster; it leaves its own sums to the next."""
+                     changed: Set[str] | None, gone: Set[str] | None = None) -> dict[str, QueueUsage]:
+    """:func:`queue_usage` of ``jobs`` (by uid), in ``queues`` order.  A claiming session (``changed``: the jobs it
+    did not take over as the previous claiming session had them; ``gone``: a superset of those that session had
+    and this one has not, None when not known) starts from the previous one's sums and redoes only those jobs,
+    which spares the walk over every job of the cluster; it leaves its own sums to the next."""
     known = tuple(queues)
-    base: _Carried | None = memo.carried("queue-usage") if kept is not None else None
-    if kept is None or base is None or base.known != known:
+    base: _Carried | None = memo.carried("queue-usage") if changed is not None else None
+    if changed is None or base is None or base.known != known:
         base = _Carried(known)
         base.add(jobs, jobs)
     else:
-        base.remove(base.parts.keys() - kept)
-        base.add(jobs, jobs.keys() - kept)
-    if kept is not None:
+        parts = base.parts
+        stale = changed | (parts.keys() - jobs.keys() if gone is None else gone)
+        base.remove([uid for uid in stale if uid in parts])
+        base.add(jobs, changed)
+    if changed is not None:
         memo.carry("queue-usage", base)
     sums = base.sums
     return {name: sums[name].usage() for name in known if name in sums and sums[name].jobs}

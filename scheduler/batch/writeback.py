@@ -163,11 +163,12 @@ class QueueAllocation:
         return self._totals(queues)
 
     def own_changed(self, jobs: Mapping[str, JobInfo], queues: Mapping[str, QueueInfo],
-                    changed: Iterable[str]) -> dict[str, Resources]:
+                    changed: Iterable[str], gone: Iterable[str] | None = None) -> dict[str, Resources]:
         """:meth:`own` of ``jobs`` (by uid), when every job not in ``changed`` is the job object the last call
         counted under its uid, with the same queue and ``allocated`` objects: only the named jobs and those gone
-        since are looked at."""
-        self._recount(jobs, chain(changed, self._held.keys() - jobs.keys()))
+        since are looked at (``gone``: a superset of the uids the last call counted that ``jobs`` lacks, when the
+        caller knows one; else every counted uid is looked up)."""
+        self._recount(jobs, chain(changed, self._held.keys() - jobs.keys() if gone is None else gone))
         return self._totals(queues)
 
     def _recount(self, jobs: Mapping[str, JobInfo | tuple[JobInfo, str, Resources]], uids: Iterable[str]) -> None:

@@ -38,9 +38,12 @@ class SessionState:
     jobs: dict[str, JobInfo]
     tasks: dict[str, TaskInfo]
     missing_queue: dict[str, str]
-    # the groups of one this session took over exactly as the previous claiming session had them (the same object,
-    # nothing set on it or its task since): what that session derived from one of them alone still holds
-    kept_jobs: set[str]
+    # the jobs other than the groups of one this session took over exactly as the previous claiming session had them
+    # (the same object, nothing set on it or its task since: what that session derived from one of them alone still
+    # holds; every job when not renewing); a few per session at steady state, where the kept ones are most
+    changed_jobs: set[str]
+    # a superset of the jobs the previous claiming session had and this one has not (None: not known)
+    gone_jobs: set[str] | None
 
 
 class _PodEntry:
@@ -105,7 +108,7 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     missing_queue = _missing_queues(jobs, queues)
     kept = builder.kept - missing_queue.keys()   # those were just given a fit error
     return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
-                        jobs, tasks, missing_queue, kept)
+                        jobs, tasks, missing_queue, jobs.keys() - kept, None)
 
 
 def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> SessionState:
@@ -115,7 +118,7 @@ def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> Se
     missing_queue = _missing_queues({k: jobs[k] for k in snap.podgroups if k in jobs}, queues)
     return SessionState(parts.arrays, parts.nodes, parts.node_by_name, parts.node_names,
                         _total_allocatable(memo, snap), queues, jobs, parts.tasks, missing_queue,
-                        parts.kept - missing_queue.keys())
+                        parts.changed | missing_queue.keys(), parts.gone)
 
 
 def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:

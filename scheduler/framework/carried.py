@@ -100,6 +100,7 @@ class CarriedState:
         self.session_arrays: NodeArrays | None = None   # the copy the last session got, with its change log
         self.dirty_rows: set[int] = set()   # rows whose base task map changed since the session copies were made
         self.fresh: set[str] = set()        # groups of one made (anew) while opening this session
+        self.gone: set[str] = set()         # while opening: jobs dropped (groups of one, PodGroups) since the last
         self.redo: dict[int, _Pod] = {}     # while opening: pods whose objects the last session touched
         self.seq = 0
         self.vectors = memo.table("session.vectors")
@@ -148,6 +149,7 @@ class CarriedState:
         they cannot be applied one object at a time)."""
         self.vectors = memo.table("session.vectors")
         self.fresh = set()
+        self.gone = set()
         self.redo = {}
         self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
@@ -191,6 +193,7 @@ class CarriedState:
             raise Rebuild(f"a pod's group of one was in PodGroup {key}")
         self.podgroup_keys.discard(key)
         self.podgroup_jobs.pop(key, None)
+        self.gone.add(key)
         self.grouped.pop(key, None)
         for rec in recs.values():
             rec.job_arg = ""
@@ -332,6 +335,7 @@ class CarriedState:
         if rec.job is not None:
             del self.single_jobs[t.job_id]
             del self.by_job[t.job_id]
+            self.gone.add(t.job_id)
         members = self.grouped.get(t.job_id)
         if members is not None and members.pop(t.uid, None) is not None:
             self.dirty_groups.add(t.job_id)
@@ -490,8 +494,10 @@ def _columns(snap: Snapshot) -> list[str]:
 
 @dataclass(slots=True)
 class CarriedParts:
-    """What a renewing session opens from, out of the carried state; ``kept``: the groups of one carried as the
-    previous claiming session had them, nothing set on them or their tasks since (``SessionState.kept_jobs``)."""
+    """What a renewing session opens from, out of the carried state.  ``changed``: the jobs other than the groups
+    of one carried as the previous claiming session had them, nothing set on them or their tasks since (those
+    are ``SessionState.kept_jobs``); ``gone``: a superset of the jobs that session had and this one has not (None:
+    not known, nothing was carried)."""
 
     arrays: NodeArrays
     nodes: list[NodeInfo]
@@ -499,7 +505,8 @@ class CarriedParts:
     node_names: list[str]
     jobs: dict[str, JobInfo]
     tasks: dict[str, TaskInfo]
-    kept: set[str]
+    changed: set[str]
+    gone: set[str] | None
 
 
 def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> CarriedParts | None:
@@ -530,6 +537,12 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
     state.claim = memo.claimed_epoch
     memo.set_value(_KEY, state)
     arrays, jobs, tasks = parts
-    kept = state.single_jobs.keys() - state.fresh if carried else set()
+    if carried:
+        # the jobs are the PodGroups' and the groups of one; those of the latter not kept were made anew
+        changed = set(snap.podgroups)
+        changed.update(k for k in state.fresh if k in jobs)
+        gone: set[str] | None = set(state.gone)
+    else:
+        changed, gone = set(jobs), None
     return CarriedParts(arrays, list(state.nodes), dict(state.node_by_name), list(state.node_names), jobs, tasks,
-                        kept)
+                        changed, gone)

@@ -21,7 +21,8 @@ from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, F
 if TYPE_CHECKING:
     from .session import ExplainRecord, Session
 
-__all__ = ["Evaluation", "evaluate_nodes", "fits_now", "score_nodes", "select_best", "pre_predicate", "single_node"]
+__all__ = ["Evaluation", "evaluate_nodes", "fit_needs", "fit_rows", "fits_now", "score_nodes", "select_best",
+           "pre_predicate", "single_node"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -115,7 +116,7 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArra
     future -= arr.pipelined.T if rows is None else arr.pipelined.T[:, rows]
     fits_idle: BoolArray | None = None
     fits_future: BoolArray | None = None
-    for j, v in _needed(arr, vec):
+    for j, v in fit_needs(arr, vec):
         if fits_idle is None or fits_future is None:
             fits_idle, fits_future = idle[j] >= v, future[j] >= v
         else:
@@ -129,17 +130,21 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArra
     return bits
 
 
-def _needed(arr: NodeArrays, vec: IntArray) -> list[tuple[int, int]]:
-    """The columns the check compares, with the vector's amount: those it requests and does not skip."""
+def _fit_rows(arr: NodeArrays, vec: IntArray, rows: IntArray) -> list[int]:
+    """:func:`_fit_bits` of the nodes ``rows``, compared column by column in Python integers."""
+    return fit_rows(arr, fit_needs(arr, vec), rows.tolist())
+
+
+def fit_needs(arr: NodeArrays, vec: IntArray) -> list[tuple[int, int]]:
+    """The columns the resource check compares for ``vec`` (those it requests and the check does not skip), with
+    the amounts: what :func:`fit_rows` takes."""
     skip = arr.fit_ignored
     return [(j, v) for j, v in enumerate(vec.tolist()) if v > 0 and (skip is None or not skip[j])]
 
 
-def _fit_rows(arr: NodeArrays, vec: IntArray, rows: IntArray) -> list[int]:
-    """:func:`_fit_bits` of the nodes ``rows``, compared column by column in Python integers (the columns the
-    vector requests and the check does not skip)."""
-    need = _needed(arr, vec)
-    at = rows.tolist()
+def fit_rows(arr: NodeArrays, need: list[tuple[int, int]], at: list[int]) -> list[int]:
+    """:func:`_fit_bits` of the nodes ``at`` for the vector whose :func:`fit_needs` are ``need``, in Python
+    integers (what a run of identical pods asks of the few nodes a placement changed)."""
     out = []
     for idle, releasing, pipelined in zip(row_lists(arr.idle, at), row_lists(arr.releasing, at),
                                           row_lists(arr.pipelined, at), strict=True):

@@ -25,7 +25,7 @@ from common.objects import PodView
 
 from .api import NodeInfo, TaskInfo
 from .arrays import NodeArrays
-from .evaluate import FITS_FUTURE, FITS_IDLE, _fit_bits, _top, evaluate_nodes, score_nodes
+from .evaluate import FITS_FUTURE, FITS_IDLE, _top, evaluate_nodes, fit_needs, fit_rows, score_nodes
 
 if TYPE_CHECKING:
     from .session import Session
@@ -35,8 +35,9 @@ __all__ = ["IdenticalRun", "RowFn", "RowsOf", "same_pod"]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
-# A plugin's filter (passes) or score (as it enters the sum) on the nodes ``rows``, for one pod.
-RowFn = Callable[[IntArray], npt.NDArray[Any]]
+# A plugin's filter (passes) or score (as it enters the sum) on the nodes ``at``, for one pod, as Python values: a
+# run recomputes a few nodes per pod, for which NumPy arrays in and out cost more than the arithmetic.
+RowFn = Callable[[list[int]], list[Any]]
 # What a plugin registers next to a vector filter or scorer: for a pod, its :data:`RowFn` when the value on a node
 # depends on that node alone while only pods identical to it are placed or removed (and, for a score, not on which
 # nodes are scored), else None.  It may read what it needs of the session once, when asked.
@@ -80,11 +81,12 @@ def same_pod(a: PodView, b: PodView) -> bool:
 
 @dataclass(slots=True)
 class _Kept:
-    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score, and the
-    nodes both feasible and fitting idle (``now``), with how many nodes are feasible and how many ``now``."""
+    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score (read only
+    where feasible), and the nodes both feasible and fitting idle (``now``), with how many nodes are feasible and
+    how many ``now``."""
 
     arrays: NodeArrays
-    vector: IntArray
+    need: list[tuple[int, int]]   # what the resource check compares for the pod (``fit_needs``)
     filters: list[RowFn]
     scores: list[RowFn]
     feasible: BoolArray
@@ -211,8 +213,8 @@ class IdenticalRun:
         # each declared score is the same on a node whichever nodes are scored: score them all once
         total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
         now = ev.feasible & ev.fits_idle
-        return _Kept(ssn.arrays, task.vector, filters, scores, ev.feasible.copy(), ev.fits_idle.copy(),
-                     ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
+        return _Kept(ssn.arrays, fit_needs(ssn.arrays, task.vector), filters, scores, ev.feasible.copy(),
+                     ev.fits_idle.copy(), ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
                      int(np.count_nonzero(now)), len(ssn.arrays.changes))
 
     @staticmethod
@@ -224,33 +226,34 @@ class IdenticalRun:
             return
         at = sorted(set(log[kept.seen:]))
         kept.seen = len(log)
-        rows = np.array(at, dtype=np.int64)
-        bits: list[int] = _fit_bits(kept.arrays, kept.vector, rows).tolist()
+        bits = fit_rows(kept.arrays, kept.need, at)
         if len(at) == 1:   # a placement's node: the same steps on one value each
-            IdenticalRun._catch_up_one(kept, at[0], rows, bits[0])
+            IdenticalRun._catch_up_one(kept, at, bits[0])
             return
         passes = [b >= FITS_FUTURE for b in bits]
         for fn in kept.filters:
-            passes = [p and q for p, q in zip(passes, fn(rows).tolist(), strict=True)]
+            passes = [p and q for p, q in zip(passes, fn(at), strict=True)]
         totals = [0.0] * len(at)
         for fn in kept.scores:
             # in the order score_nodes adds them, each value made a float64 as it is added
-            totals = [t + v for t, v in zip(totals, fn(rows).tolist(), strict=True)]
+            totals = [t + v for t, v in zip(totals, fn(at), strict=True)]
         for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
             kept.set_row(i, bool(ok), b, t)
 
     @staticmethod
-    def _catch_up_one(kept: _Kept, i: int, rows: IntArray, bits: int) -> None:
-        """``_catch_up`` of the one node ``i`` (``rows``), whose resource check gave ``bits``."""
-        ok: Any = bits >= FITS_FUTURE
+    def _catch_up_one(kept: _Kept, at: list[int], bits: int) -> None:
+        """``_catch_up`` of the one node ``at``, whose resource check gave ``bits``.  The filters stop at the first
+        that fails, and an infeasible node is not scored: the run reads the total of feasible nodes only."""
+        ok = bits >= FITS_FUTURE
         for fn in kept.filters:
-            (passes,) = fn(rows).tolist()
-            ok = ok and passes
+            if not ok:
+                break
+            ok = bool(fn(at)[0])
         total = 0.0
-        for fn in kept.scores:
-            (value,) = fn(rows).tolist()
-            total = total + value
-        kept.set_row(i, bool(ok), bits, total)
+        if ok:
+            for fn in kept.scores:
+                total = total + fn(at)[0]
+        kept.set_row(at[0], ok, bits, total)
 
     def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
         """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""

@@ -184,8 +184,20 @@ class Session:
         self.jobs: dict[str, JobInfo] = built.jobs
         self.tasks: dict[str, TaskInfo] = built.tasks
         self.missing_queue: dict[str, str] = built.missing_queue
-        # groups of one as the previous claiming session had them (SessionState.kept_jobs; empty unless renewing)
-        self.kept_jobs: set[str] = built.kept_jobs
+        # the jobs other than the groups of one taken over as the previous claiming session had them (all of them
+        # unless renewing), and a superset of those it had and this one has not (None: not known)
+        self.changed_jobs: set[str] = built.changed_jobs
+        self.gone_jobs: set[str] | None = built.gone_jobs
+        self._kept_jobs: set[str] | None = None
+
+    @property
+    def kept_jobs(self) -> set[str]:
+        """The groups of one this session took over exactly as the previous claiming session had them (empty
+        unless renewing): the jobs not in :attr:`changed_jobs`, worked out when first asked for (a walk over every
+        job, which a reader of ``changed_jobs`` and ``gone_jobs`` spares)."""
+        if self._kept_jobs is None:
+            self._kept_jobs = self.jobs.keys() - self.changed_jobs
+        return self._kept_jobs
 
     def _open_plugins(self) -> None:
         builders = plugin_builders()

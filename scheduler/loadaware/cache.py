@@ -22,7 +22,7 @@ from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
 from .undated import UndatedGroups
 
-__all__ = ["AssignedPod", "AssignedPodCache", "Stamp", "stamped_entry", "MetricLoad", "NodeLoad", "metric_load", "node_load", "load_rows", "existing_load",
+__all__ = ["AssignedPod", "AssignedPodCache", "Stamp", "stamped_entry", "MetricLoad", "NodeLoad", "metric_load", "estimate_row", "node_load", "load_rows", "existing_load",
            "assigned_pod", "assigned_entry", "enters_cache", "RESERVATION_ANNOTATION", "NodeEntries"]
 
 RESERVATION_ANNOTATION = "scheduling.koordinator.sh/reservation"
@@ -73,9 +73,11 @@ def enters_cache(pod: PodView) -> bool:
     return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
 
 
-def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> AssignedPod:
-    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time)."""
-    return assigned_entry(pod, node, now, args)[0]
+def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+                 estimate: IntArray | None = None) -> AssignedPod:
+    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time); ``estimate``: the
+    pod's :func:`estimate_row` when the caller kept it (per pod shape), else it is computed."""
+    return stamped_entry(pod, node, now, args, estimate)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +101,19 @@ def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> 
     return entry, stamp is not None
 
 
-def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, Stamp | None]:
-    """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None)."""
-    names = args.resource_names
-    est = estimate_pod(pod, args.estimated_scaling_factors, allow_customize=args.allow_customize_estimation)
+def estimate_row(pod: PodView, args: LoadAwareArgs) -> IntArray:
+    """The pod's estimated usage in the args' resource order (read-only)."""
+    est = estimate_vector(estimate_pod(pod, args.estimated_scaling_factors,
+                                       allow_customize=args.allow_customize_estimation), args.resource_names)
+    est.flags.writeable = False
+    return est
+
+
+def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+                  estimate: IntArray | None = None) -> tuple[AssignedPod, Stamp | None]:
+    """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None);
+    ``estimate``: the pod's :func:`estimate_row` when the caller kept it."""
+    est = estimate_row(pod, args) if estimate is None else estimate
     scheduled = _condition_time(pod, "PodScheduled")
     timestamp = scheduled if scheduled is not None else now
     after_init = _seconds(pod, AFTER_INIT_ANNOTATION, args.estimated_seconds_after_initialized,
@@ -117,7 +128,7 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> t
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
         from_timestamp = after_sched
-    entry = AssignedPod(pod.key, node, tuple(estimate_vector(est, names).tolist()),
+    entry = AssignedPod(pod.key, node, tuple(est.tolist()),
                         pod.priority_class == PriorityClass.PROD, timestamp, deadline)
     return entry, (Stamp(from_timestamp) if scheduled is None else None)
 

@@ -9,7 +9,7 @@ session count against their node (burst safety).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,19 +102,12 @@ def node_rows(args: LoadAwareArgs, profile: ThresholdProfile, m: MetricLoad, pod
     return NodeRows.from_values(has, packed)
 
 
-def _packed_outcome(pct: list[int], thr: list[int], thr_on: list[bool], caps: tuple[list[bool], list[int]] | None,
-                    code: int) -> int:
-    """One node's packed filter outcome from its used percents: the first resource over its threshold, else
-    the first over its waterline cap (``caps``: which are checked, and the caps; None when no node has one),
-    else the node's static code."""
-    for j, (on, t) in enumerate(zip(thr_on, thr, strict=True)):
-        if on and pct[j] > t:
-            return 2 * _PACK + j + 1
-    if caps is not None:
-        for j, (on, c) in enumerate(zip(*caps, strict=True)):
-            if on and pct[j] > c:
-                return 3 * _PACK + j + 1
-    return code * _PACK
+def _used_percent(used: int, estimate: int, divisor: float) -> int:
+    """One resource's used percent with the pod's estimate, as :meth:`LoadAwareState.used_percent` computes it
+    (float64, half up) where the node's allocatable is above 0."""
+    p = float(used + estimate) / divisor * 100.0
+    whole = float(math.floor(p))
+    return int(whole) + (1 if p - whole >= 0.5 else 0)
 
 
 class LoadAwareState:
@@ -353,7 +346,7 @@ class LoadAwareState:
         """``packed(filter(...))`` of a pod that is not a daemon pod, on every node or on ``rows``: a few rows (what
         a row cache recomputes after a placement) node by node in Python, with the same arithmetic."""
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._packed_rows(rows, estimate.tolist(), is_prod), dtype=np.int64)
+            return np.array(self._packed_rows(rows.tolist(), estimate.tolist(), is_prod), dtype=np.int64)
         static = self._static_masks(is_prod)
         if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
@@ -390,27 +383,40 @@ class LoadAwareState:
         out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
         return out
 
-    def _packed_rows(self, rows: IntArray, est: list[int], is_prod: bool) -> list[int]:
-        """The packed filter outcome of the nodes ``rows``, as :meth:`filter` computes it for those rows."""
+    def passes_rows_of(self, estimate: IntArray, *, is_prod: bool) -> Callable[[list[int]], list[bool]]:
+        """Whether some nodes pass :meth:`filter_packed`, for the pods of a run with this estimate (a few nodes
+        checked without making arrays)."""
+        est = estimate.tolist()
+
+        def rows(at: list[int]) -> list[bool]:
+            if len(at) <= ROW_BY_ROW:
+                return [v == 0 for v in self._packed_rows(at, est, is_prod)]
+            out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64))
+                               == 0).tolist()
+            return out
+        return rows
+
+    def _packed_rows(self, at: list[int], est: list[int], is_prod: bool) -> list[int]:
+        """The packed filter outcome of the nodes ``at``, as :meth:`filter` computes it for those rows: the first
+        resource over its threshold, else the first over its waterline cap, else the node's static code (a used
+        percent is worked out only where a threshold or cap is checked, where the allocatable is above 0)."""
         prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
-        at = rows.tolist()
-        loads = row_lists(self.load_filter, at)
-        if prod_any:
-            prods = row_lists(self.load_prod, at)
-            loads = [p if prod_pod[i] else u for i, u, p in zip(at, loads, prods, strict=True)]
-        caps = (zip(row_lists(cap_on, at), row_lists(self.waterline_cap, at), strict=True) if cap_any else None)
         out = []
-        for u_row, pos_row, div_row, thr_row, on_row, c in zip(
-                loads, row_lists(self._alloc_pos, at), row_lists(self._alloc_div, at), row_lists(thr, at),
-                row_lists(thr_on, at), code[rows].tolist(), strict=True):
-            pct = [0] * len(est)
-            for j, (u, e, pos, d) in enumerate(zip(u_row, est, pos_row, div_row, strict=True)):
-                if pos:
-                    p = float(u + e) / d * 100.0
-                    whole = float(math.floor(p))
-                    pct[j] = int(whole) + (1 if p - whole >= 0.5 else 0)
-            cap_row = next(caps) if caps is not None else None
-            out.append(_packed_outcome(pct, thr_row, on_row, cap_row, c))
+        for i in at:
+            load = (self.load_prod if prod_any and prod_pod[i] else self.load_filter)[i].tolist()
+            div = self._alloc_div[i].tolist()
+            outcome = int(code[i]) * _PACK
+            for j, (on, t) in enumerate(zip(thr_on[i].tolist(), thr[i].tolist(), strict=True)):
+                if on and _used_percent(load[j], est[j], div[j]) > t:
+                    outcome = 2 * _PACK + j + 1
+                    break
+            else:
+                if cap_any:
+                    for j, (on, c) in enumerate(zip(cap_on[i].tolist(), self.waterline_cap[i].tolist(), strict=True)):
+                        if on and _used_percent(load[j], est[j], div[j]) > c:
+                            outcome = 3 * _PACK + j + 1
+                            break
+            out.append(outcome)
         return out
 
     def packed(self, result: LoadFilter) -> IntArray:
@@ -488,7 +494,8 @@ class LoadAwareState:
         load = self.load_prod if prod_pod else self.load_score
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._score_rows(rows, load, estimate.tolist()), dtype=np.int64)
+            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist(), self.weights.tolist()),
+                            dtype=np.int64)
         valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
@@ -520,16 +527,31 @@ class LoadAwareState:
             valid = self._valid = self.has_metric & ~self.expired & self.has_status
         return valid
 
-    def _score_rows(self, rows: IntArray, load: IntArray, est: list[int]) -> list[int]:
-        """The scores of the nodes ``rows``, as :meth:`score` computes them for those rows (integers throughout)."""
+    def score_rows_of(self, estimate: IntArray, *, is_prod: bool,
+                      weight: int = 1) -> Callable[[list[int]], list[int]]:
+        """:meth:`score` of some nodes times ``weight``, as Python integers, for the pods of a run with this
+        estimate: what depends on the pod alone is worked out once, and a few nodes are scored without arrays."""
+        if not self.weights.any() and self.args.dominant_resource_weight == 0:
+            return lambda at: [0] * len(at)
+        prod_pod = self.args.score_according_prod_usage and is_prod
+        est, weights = estimate.tolist(), self.weights.tolist()
+
+        def rows(at: list[int]) -> list[int]:
+            if len(at) > ROW_BY_ROW:
+                return [v * weight for v in self.score(estimate, is_prod=is_prod,
+                                                        rows=np.array(at, dtype=np.int64)).tolist()]
+            load = self.load_prod if prod_pod else self.load_score
+            return [v * weight for v in self._score_rows(at, load, est, weights)]
+        return rows
+
+    def _score_rows(self, at: list[int], load: IntArray, est: list[int], weights: list[int]) -> list[int]:
+        """The scores of the nodes ``at``, as :meth:`score` computes them for those rows (integers throughout)."""
         dominant = self.args.dominant_resource_weight
-        weights = self.weights.tolist()
         wsum = sum(weights) + dominant
-        valid = self._scored()[rows].tolist()
-        at = rows.tolist()
+        valid = self._scored()
         out = []
-        for ok, alloc_row, load_row in zip(valid, row_lists(self.allocatable, at), row_lists(load, at), strict=True):
-            if not ok:
+        for i, alloc_row, load_row in zip(at, row_lists(self.allocatable, at), row_lists(load, at), strict=True):
+            if not valid[i]:
                 out.append(0)
                 continue
             s = []

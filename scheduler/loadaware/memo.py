@@ -25,7 +25,7 @@ from common.resources import Resources
 from scheduler.framework.memo import SessionMemo
 
 from .args import LoadAwareArgs
-from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, metric_load, stamped_entry
+from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, estimate_row, metric_load, stamped_entry
 from .estimator import SCALING_FACTORS_ANNOTATION
 from .profile import ThresholdProfile, effective_profile, plugin_profile
 
@@ -144,7 +144,9 @@ class LoadAwareMemo:
         """:meth:`assigned`, and how to date it anew at another time (None: it holds at any time)."""
         hit: tuple[AssignedPod | None, Stamp | None] | None = self._assigned.get(pod)
         if hit is None:
-            made = stamped_entry(pod, pod.node_name, now, self.args) if enters_cache(pod) else (None, None)
+            # the estimate is kept per pod shape: a bound pod's new object, or a replica, finds it
+            made = (stamped_entry(pod, pod.node_name, now, self.args, self.estimate(pod, self._estimate_row))
+                    if enters_cache(pod) else (None, None))
             hit = self._assigned.put(pod, made)
         entry, stamp = hit
         if entry is None or stamp is None:
@@ -169,6 +171,9 @@ class LoadAwareMemo:
                 hit = self._by_shape[shape] = compute(pod)
             hit = self._estimates.put(pod, hit)
         return hit
+
+    def _estimate_row(self, pod: PodView) -> IntArray:
+        return estimate_row(pod, self.args)
 
     def metric(self, metric: NodeMetricView) -> MetricLoad:
         hit: MetricLoad | None = self._metrics.get(metric)

@@ -113,10 +113,11 @@ class Drf:
         carried = ssn.memo.carried(NAME) if ssn.renewing else None
         if carried is not None and carried[0] == self.total:
             share: dict[str, float] = carried[1]
-            kept = ssn.kept_jobs
-            for uid in share.keys() - kept:
-                del share[uid]
-            todo: Iterable[str] = self.allocated.keys() - kept
+            changed, gone = ssn.changed_jobs, ssn.gone_jobs
+            # the shares of the jobs not kept, and of those gone, are made anew or dropped
+            for uid in changed | (share.keys() - self.allocated.keys() if gone is None else gone):
+                share.pop(uid, None)
+            todo: Iterable[str] = [uid for uid in changed if uid in self.allocated]
         else:
             share, todo = {}, self.allocated
         shares: dict[Resources, float] = {}

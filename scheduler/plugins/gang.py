@@ -155,14 +155,14 @@ class Gang:
 
     def _to_close(self, ssn: Session) -> Iterable[JobInfo]:
         """The jobs whose close may set something: every job, or — in a renewing session following one whose close
-        this plugin ran — those not taken over as that session left them (``kept_jobs``) and those moved in this
+        this plugin ran — those not taken over as that session left them (``changed_jobs``) and those moved in this
         one.  A kept job is one that close set nothing on, so it was valid and ready (or releasing but scheduled)
         and not unschedulable; with its tasks where they were, it still is, and its close sets nothing again."""
         memo = ssn.memo
         if not ssn.renewing or memo.value(_CLOSED) != memo.previous_claim:
             return ssn.jobs.values()
         jobs = ssn.jobs
-        uids = jobs.keys() - ssn.kept_jobs
+        uids = set(ssn.changed_jobs)
         uids.update(self.moved)
         return [jobs[uid] for uid in uids if uid in jobs]
 

@@ -34,7 +34,7 @@ from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
 from scheduler.scoring.balanced import balance_ref, balance_two_columns, balanced_allocation
-from scheduler.scoring.inputs import ColumnInputs, RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MAX_NODE_SCORE, MOST_ALLOCATED, ScoringStrategy
 
@@ -125,13 +125,13 @@ class ImageLocality:
 def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
     """BalancedAllocation's scorer, memoised per pod request (carried from session to session: it reads the node
     arrays' allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its
-    scores on some nodes (row-local)."""
+    scores on some nodes for a run of a pod (row-local), node by node with the scalar reference."""
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
                              renewing=ssn.renewing)
     two = _TwoKept(arr.columns, arr.allocatable)
 
-    def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+    def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
                 return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
@@ -151,9 +151,21 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
             return np.zeros(alloc.shape[0], dtype=np.int64) if out is None else out
         return compute
 
+    def rows_of(task: TaskInfo) -> RowFn:
+        pod = PodRows(BALANCED_RESOURCES, task.pod, arr.columns, non_zero=False)
+        if not any(p != 0 for p, on in zip(pod.pod_request, pod.active, strict=True) if on):
+            return _zeros   # a pod requesting none of the resources: 0 on every node
+
+        def rows(at: list[int]) -> list[int]:
+            # balance_ref skips allocatable 0 as with_pod does
+            return [balance_ref([(a, r) for a, r, _ in pod.with_pod(arr.allocatable, arr.used,
+                                                                     arr.nonzero_requested, i)])
+                    for i in at]
+        return rows
+
     def score(task: TaskInfo) -> IntArray:
         """Read-only, valid until the next pod's: the weighted sum takes the scores in at once."""
-        return memo.read(task.pod.requests, rows_of(task))
+        return memo.read(task.pod.requests, compute_of(task))
     return score, rows_of
 
 
@@ -191,12 +203,12 @@ Summand = Callable[[TaskInfo], IntArray | None]
 PartRows = Callable[[TaskInfo], RowFn | None]
 
 
-def _zeros(rows: IntArray) -> IntArray:
-    return np.zeros(len(rows), dtype=np.int64)
+def _zeros(at: list[int]) -> list[int]:
+    return [0] * len(at)
 
 
-def _full(rows: IntArray) -> IntArray:
-    return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
+def _full(at: list[int]) -> list[int]:
+    return [MAX_NODE_SCORE] * len(at)
 
 
 def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
@@ -240,7 +252,7 @@ def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 
     def rows_of(task: TaskInfo) -> RowFn:
         scores = images.score(task)
-        return lambda rows: scores[rows]
+        return lambda at: [int(scores[i]) for i in at]
     return images.score, images.score, rows_of
 
 
@@ -279,19 +291,21 @@ def _nothing(task: TaskInfo) -> IntArray | None:
 
 
 def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) -> PartRows:
-    """:func:`_weighted_sum` on some nodes, when every part gives its rows for the pod (integers: the same sum)."""
+    """:func:`_weighted_sum` on some nodes, when every part gives its rows for the pod (integers: the same sum); a
+    part that is 0 or 100 on every node is added as a constant, not asked."""
 
     def rows_of(task: TaskInfo) -> RowFn | None:
         fns = [(weight, part(task)) for weight, part in parts]
         if any(fn is None for _, fn in fns):
             return None
-        declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros]   # 0 adds nothing
+        constant = sum(weight * MAX_NODE_SCORE for weight, fn in fns if fn is _full)
+        declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros and fn is not _full]
 
-        def rows(at: IntArray) -> IntArray:
-            total = [0] * len(at)   # Python integers for the few nodes of a run's step
+        def rows(at: list[int]) -> list[int]:
+            total = [constant] * len(at)
             for weight, fn in declared:
-                total = [t + v * weight for t, v in zip(total, fn(at).tolist(), strict=True)]
-            return np.array([t * plugin_weight for t in total], dtype=np.int64)
+                total = [t + v * weight for t, v in zip(total, fn(at), strict=True)]
+            return [t * plugin_weight for t in total]
         return rows
     return rows_of
 

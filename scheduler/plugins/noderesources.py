@@ -21,7 +21,7 @@ from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import FitResult, fit_filter, is_ignored
-from scheduler.scoring.inputs import ColumnInputs, RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -64,8 +64,9 @@ def strategy_scorer(ssn: Session, strategy: ScoringStrategy, name: str) -> Calla
 
 
 def strategy_parts(ssn: Session, strategy: ScoringStrategy,
-                   name: str) -> tuple[Callable[[TaskInfo], IntArray], ComputeOf]:
-    """:func:`strategy_scorer`, and its scores on some nodes (each node's depends on its row of the arrays alone)."""
+                   name: str) -> tuple[Callable[[TaskInfo], IntArray], Callable[[TaskInfo], RowFn]]:
+    """:func:`strategy_scorer`, and its scores on some nodes for a run of a pod (``runs.RowsOf``: each node's
+    depends on its row of the arrays alone), node by node with the scalar reference where there is one."""
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
                              renewing=ssn.renewing)
@@ -75,7 +76,7 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
     columns = (ColumnInputs(strategy.names, arr.columns, arr.allocatable, non_zero=True) if ref is not None
                else None)
 
-    def rows_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+    def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if ref is not None and rows is not None and len(rows) <= ROW_BY_ROW:
                 return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
@@ -91,9 +92,22 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
             return score_strategy(strategy, alloc, node_req + pod_vec[None, :], active)
         return compute
 
+    def rows_of(task: TaskInfo) -> RowFn:
+        if ref is None:
+            compute = compute_of(task)
+            return lambda at: compute(np.array(at, dtype=np.int64)).tolist()
+        scalar = ref
+        pod = PodRows(strategy.names, task.pod, arr.columns, non_zero=True)
+
+        def rows(at: list[int]) -> list[int]:
+            return [scalar([(a, r, weights[k]) for a, r, k in pod.with_pod(arr.allocatable, arr.used,
+                                                                            arr.nonzero_requested, i)])
+                    for i in at]
+        return rows
+
     def score(task: TaskInfo) -> IntArray:
         """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
-        return memo.read((task.pod.requests, task.pod.nonzero_requests), rows_of(task))
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
     return score, rows_of
 
 
@@ -150,11 +164,14 @@ class NodeResources:
             return out
 
         def score_rows(task: TaskInfo) -> RowFn:
-            compute = strategy_rows(task)
-            return lambda rows: compute(rows) * self.weight
+            scores = strategy_rows(task)
+            return lambda at: [v * self.weight for v in scores(at)]
+
+        def fit_rows(task: TaskInfo) -> RowFn:
+            return lambda at: fit(task, np.array(at, dtype=np.int64)).mask.tolist()
 
         # each node's fit and score depend on its row of the node arrays alone
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=lambda task: lambda rows: fit(task, rows).mask)
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows)
         ssn.add_vector_score_fn(NAME, score, rows=score_rows)
 
     def on_session_close(self, ssn: Session) -> None:

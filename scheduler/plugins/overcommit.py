@@ -7,7 +7,7 @@ admitting far more work than the cluster could ever start.
 
 from __future__ import annotations
 
-from operator import attrgetter
+from collections.abc import Iterator
 
 from common.resources import Resources
 from scheduler.batch.args import OvercommitArgs
@@ -17,11 +17,19 @@ from scheduler.framework.api import JobInfo
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.session import PERMIT, REJECT, Session
 
-__all__ = ["Overcommit"]
+__all__ = ["Overcommit", "podgroup_jobs"]
 
 NAME = "overcommit"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
 ARGUMENTS: tuple[str, ...] = ("overcommit-factor",)
+
+
+def podgroup_jobs(ssn: Session) -> Iterator[JobInfo]:
+    """The session's PodGroup jobs, in the session's job order: the only jobs with ``minResources`` (a group of
+    one has none), found by key, without reading every job object (11,000 groups of one at steady state, each a
+    cache miss)."""
+    jobs = ssn.jobs
+    return filter(None, map(jobs.get, ssn.snapshot.podgroups))
 
 
 class Overcommit:
@@ -36,8 +44,9 @@ class Overcommit:
         used = [ssn.arrays.to_resources(ssn.arrays.used.sum(axis=0))] if ssn.nodes else []
         self.idle = overcommit_idle(ssn.total_resource, used, self.factor)
         self.inqueue = Resources()
-        # the jobs with minResources, sifted out by a C loop (groups of one have none: most jobs at steady state)
-        for job in filter(attrgetter("min_resources"), ssn.jobs.values()):
+        for job in podgroup_jobs(ssn):
+            if not job.min_resources:
+                continue
             if job.phase == "Inqueue":
                 self.inqueue = self.inqueue + job.min_resources
             elif job.phase == "Running":

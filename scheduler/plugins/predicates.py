@@ -211,9 +211,9 @@ class Predicates:
             if taints is not None:
                 static &= taints.passes(task)
 
-            def rows(at: IntArray) -> BoolArray:
-                passes: BoolArray = static[at] & (max_pods[at] > index.pod_count[at])
-                return passes
+            def rows(at: list[int]) -> list[bool]:
+                count = index.pod_count
+                return [bool(static[i]) and int(max_pods[i]) > int(count[i]) for i in at]
             return rows
 
         ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of)

@@ -72,7 +72,8 @@ class Proportion:
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
         # a claiming session redoes only the jobs it did not take over as they were
-        usage = kept_queue_usage(ssn.jobs, ssn.queues, ssn.memo, ssn.kept_jobs if ssn.renewing else None)
+        usage = kept_queue_usage(ssn.jobs, ssn.queues, ssn.memo, ssn.changed_jobs if ssn.renewing else None,
+                                 ssn.gone_jobs)
         total_guarantee = sum_resources(q.guarantee for q in ssn.queues.values())
         self.attrs = {}
         demands: list[QueueDemand] = []

@@ -15,7 +15,7 @@ from common.resources import CPU, MEMORY, is_scalar_resource
 
 from .resource_fit import active_resources
 
-__all__ = ["ColumnInputs", "scoring_inputs", "scoring_rows", "RowInputs", "row_lists"]
+__all__ = ["ColumnInputs", "scoring_inputs", "scoring_rows", "PodRows", "RowInputs", "row_lists"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -75,6 +75,44 @@ def row_lists(matrix: npt.NDArray[np.int64] | npt.NDArray[np.float64] | npt.NDAr
     return out
 
 
+class PodRows:
+    """What :func:`scoring_rows` works out of the pod and the columns alone, once: a run of identical pods reads the
+    same names of one node at every step (:meth:`with_pod`)."""
+
+    __slots__ = ("where", "nonzero_at", "reads_used", "reads_nonzero", "pod_request", "active", "_plan")
+
+    def __init__(self, names: Sequence[str], pod: PodView, columns: Sequence[str], *, non_zero: bool) -> None:
+        col = {c: j for j, c in enumerate(columns)}
+        # per name: its column of the node arrays (None: the arrays lack it), and its column of the non-zero
+        # requested amounts when those count instead
+        self.where = [col.get(r) for r in names]
+        self.nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
+        self.reads_used = any(z is None and j is not None for j, z in zip(self.where, self.nonzero_at, strict=True))
+        self.reads_nonzero = any(z is not None for z in self.nonzero_at)
+        pod_req = pod.nonzero_requests if non_zero else pod.requests
+        self.pod_request = [pod_req.get(r, 0) for r in names]
+        self.active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
+        # the names that count and have a column (a name without one has allocatable 0): (name index, column,
+        # non-zero column or None, the pod's request)
+        self._plan = [(k, j, z, p) for k, (j, z, p, on) in enumerate(
+            zip(self.where, self.nonzero_at, self.pod_request, self.active, strict=True)) if on and j is not None]
+
+    def amounts(self, alloc: list[int], used: list[int], nonzero: list[int]) -> tuple[list[int], list[int]]:
+        """One node's allocatable and requested amounts of the names, from its rows of the arrays."""
+        return ([0 if j is None else alloc[j] for j in self.where],
+                [nonzero[z] if z is not None else 0 if j is None else used[j]
+                 for j, z in zip(self.where, self.nonzero_at, strict=True)])
+
+    def with_pod(self, allocatable: IntArray, requested: IntArray, nonzero_requested: IntArray,
+                 i: int) -> list[tuple[int, int, int]]:
+        """Node ``i``'s names that count (active, allocatable above 0), in order: the allocatable amount, the
+        requested amount with the pod's request added, and the name's index."""
+        alloc = allocatable[i].tolist()
+        used = requested[i].tolist() if self.reads_used else []
+        nonzero = nonzero_requested[i].tolist() if self.reads_nonzero else []
+        return [(alloc[j], (used[j] if z is None else nonzero[z]) + p, k) for k, j, z, p in self._plan if alloc[j] > 0]
+
+
 def scoring_rows(
     names: Sequence[str],
     pod: PodView,
@@ -89,19 +127,15 @@ def scoring_rows(
     """:func:`scoring_inputs` restricted to ``rows``, as Python integers: the few nodes a placement changed cost
     less this way than through a dozen NumPy calls, and the scorers' row-by-row forms take Python integers
     (:func:`row_lists`)."""
-    col = {c: j for j, c in enumerate(columns)}
-    where = [col.get(r) for r in names]
-    nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
-    alloc_rows = [[0 if j is None else alloc[j] for j in where] for alloc in row_lists(allocatable, rows)]
-    reads_used = any(z is None and j is not None for j, z in zip(where, nonzero_at, strict=True))
-    used_rows = row_lists(requested, rows) if reads_used else [[]] * len(rows)
-    nonzero_rows = row_lists(nonzero_requested, rows) if any(z is not None for z in nonzero_at) else [[]] * len(rows)
-    req_rows = [[nonzero[z] if z is not None else 0 if j is None else used[j]
-                 for j, z in zip(where, nonzero_at, strict=True)]
-                for used, nonzero in zip(used_rows, nonzero_rows, strict=True)]
-    pod_req = pod.nonzero_requests if non_zero else pod.requests
-    active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
-    return RowInputs(alloc_rows, req_rows, [pod_req.get(r, 0) for r in names], active)
+    pod_rows = PodRows(names, pod, columns, non_zero=non_zero)
+    used_rows = row_lists(requested, rows) if pod_rows.reads_used else [[]] * len(rows)
+    nonzero_rows = row_lists(nonzero_requested, rows) if pod_rows.reads_nonzero else [[]] * len(rows)
+    alloc_rows, req_rows = [], []
+    for alloc, used, nonzero in zip(row_lists(allocatable, rows), used_rows, nonzero_rows, strict=True):
+        a, r = pod_rows.amounts(alloc, used, nonzero)
+        alloc_rows.append(a)
+        req_rows.append(r)
+    return RowInputs(alloc_rows, req_rows, pod_rows.pod_request, pod_rows.active)
 
 
 class ColumnInputs:

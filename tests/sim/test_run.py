@@ -18,7 +18,7 @@ import agent.qos.state
 import scheduler.engine
 import sim.agents
 import sim.waterline
-from common.clock import FakeClock, parse_rfc3339
+from common.clock import FakeClock
 from common.cluster.memory import MemoryCluster
 from common.objects import NodeMetricView
 from scheduler.conf import parse_conf
@@ -122,7 +122,7 @@ def test_agents_report_once_an_interval_on_their_own_phase_before_or_after_the_s
     n = 100
     nodes = [NodeSpec(f"n{i}", 4000, 8 * GiB) for i in range(n)]
     agents = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes,
-                                  agent.nodemetric.MetricCollectPolicy(report_interval_seconds=interval),
+                                  agent.nodemetric.MetricCollectPolicy(report_interval_seconds=interval, durations=()),
                                   tick_seconds=tick)
     ticks = 48
     before, after = agents.due(0)
@@ -172,19 +172,15 @@ def test_the_simulated_parts_are_the_production_classes() -> None:
     opts = SimOptions(hours=0.25)
     simulation = Simulation(w, policy, opts)
     assert type(simulation.scheduler) is scheduler.engine.Scheduler
-    assert all(type(s) is agent.nodemetric.UsageStore for s in simulation.agents.stores)
     assert simulation.waterline is not None
     assert all(type(r) is agent.qos.runtime.WaterlineRuntime for r in simulation.waterline.runtimes)
-    assert sim.agents.build_nodemetric_status is agent.nodemetric.build_nodemetric_status
+    assert sim.agents.status_of is agent.nodemetric.status_of  # the agent's own status layout (and test_samples)
     simulation.run()
     # Placement came from the real scheduler through pods/binding.
     assert simulation.cluster.bindings
-    # The NodeMetric in the cluster is exactly what the agent's builder makes from that node's history.
+    # The NodeMetric in the cluster is a report of the node's running pods.
     obj = simulation.cluster.get("NodeMetric", w.nodes[0].name)
-    when = parse_rfc3339(obj["status"]["updateTime"])
     metas = [p.meta for p in simulation._running.values() if p.node == 0]
-    rebuilt = agent.nodemetric.build_nodemetric_status(simulation.agents.stores[0], when, simulation.agents.policy, metas)
-    assert obj["status"]["nodeMetric"] == rebuilt["nodeMetric"]
     assert {p["name"] for p in obj["status"]["podsMetric"]} <= {m.name for m in metas}
 
 
@@ -342,47 +338,34 @@ def test_reports_nobody_reads_are_not_built_and_every_session_sees_the_same() ->
         [m["status"] for m in eager.cluster.list("NodeMetric").items]
 
 
-def test_recording_in_cores_is_recording_in_millicores() -> None:
-    """``record_cores`` with the CPU divided beforehand leaves the store and the report exactly as ``record``."""
-    nodes = [NodeSpec("n0", 4000, 8 * GiB)]
-    policy = agent.nodemetric.MetricCollectPolicy()
-    milli = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes, policy, tick_seconds=60)
-    cores = sim.agents.SimAgents(MemoryCluster(clock=FakeClock(0.0)), nodes, policy, tick_seconds=60)
-    meta = agent.nodemetric.PodMeta("ns", "p", "uid-p", "koord-prod", "LS")
-    cpu = np.array([1000.0 + 333.3 * k for k in range(8)])
-    pod_cpu = cpu / 7.0
-    for k in range(8):
-        milli.record(60.0 * k, 0, float(cpu[k]), GiB + k, [("uid-p", float(pod_cpu[k]), GiB / 3)])
-    for k, (c, p) in enumerate(zip((cpu / 1000.0).tolist(), (pod_cpu / 1000.0).tolist(), strict=True)):
-        cores.record_cores(60.0 * k, 0, c, GiB + k, [("uid-p", p, GiB / 3)])
-    assert agent.nodemetric.build_nodemetric_status(milli.stores[0], 420.0, policy, [meta]) == \
-        agent.nodemetric.build_nodemetric_status(cores.stores[0], 420.0, policy, [meta])
-    for series in milli.stores[0].pod_series_names("uid-p"):
-        assert milli.stores[0].pods.values(series, 0.0, 420.0).tolist() == \
-            cores.stores[0].pods.values(series, 0.0, 420.0).tolist()
-
-
 def test_a_report_built_a_tick_late_is_the_one_built_on_time() -> None:
     nodes = [NodeSpec("n0", 4000, 8 * GiB)]
-    policy = agent.nodemetric.MetricCollectPolicy()
+    policy = agent.nodemetric.MetricCollectPolicy(durations=())
     cluster = MemoryCluster(clock=FakeClock(0.0))
     agents = sim.agents.SimAgents(cluster, nodes, policy, tick_seconds=60)
     agents.create_nodemetrics()
+    store = agent.nodemetric.UsageStore(policy, interval_seconds=60)  # the real agent's, fed the same samples
     meta = agent.nodemetric.PodMeta("ns", "p", "uid-p", "koord-prod", "LS")
+
+    def record(t: float, node_cpu: float, node_mem: float, pod_cpu: float, pod_mem: float) -> None:
+        agents.record(t, np.array([node_cpu]), np.array([node_mem]), np.zeros(1, dtype=np.int64), ["uid-p"],
+                      np.array([pod_cpu]), np.array([pod_mem]))
+        store.record_usage(t, node_cpu, node_mem, [("uid-p", pod_cpu, pod_mem)])
+
     for k in range(8):
-        agents.record(60.0 * k, 0, 1000.0 + 100 * k, GiB, [("uid-p", 500.0 + 50 * k, GiB / 2)])
-    on_time = agent.nodemetric.build_nodemetric_status(agents.stores[0], 420.0, policy, [meta])
+        record(60.0 * k, 1.0 + 0.1 * k, GiB, 0.5 + 0.05 * k, GiB / 2)
+    on_time = agent.nodemetric.build_nodemetric_status(store, 420.0, policy, [meta])
     agents.report(420.0, 0, [meta])
     assert agents.built == 0
-    agents.record(480.0, 0, 3000.0, 2 * GiB, [("uid-p", 2500.0, GiB)])  # a later sample, outside the window
+    record(480.0, 3.0, 2 * GiB, 2.5, GiB)  # a later sample, outside the window
     agents.publish()
     assert agents.built == 1
     assert cluster.get("NodeMetric", "n0")["status"] == on_time
     # A report still unbuilt when its node records a second time is built first, from the samples it covers.
     agents.report(480.0, 0, [meta])
-    on_time = agent.nodemetric.build_nodemetric_status(agents.stores[0], 480.0, policy, [meta])
-    agents.record(540.0, 0, 500.0, GiB, [("uid-p", 100.0, GiB)])
+    on_time = agent.nodemetric.build_nodemetric_status(store, 480.0, policy, [meta])
+    record(540.0, 0.5, GiB, 0.1, GiB)
     assert agents.built == 1
-    agents.record(600.0, 0, 500.0, GiB, [("uid-p", 100.0, GiB)])
+    record(600.0, 0.5, GiB, 0.1, GiB)
     assert agents.built == 2
     assert cluster.get("NodeMetric", "n0")["status"] == on_time

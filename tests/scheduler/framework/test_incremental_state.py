@@ -212,8 +212,11 @@ def _fresh(sched: Scheduler, clock: FakeClock) -> Session:
 @given(st.lists(_event, min_size=1, max_size=16))
 def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, ...]]) -> None:
     cluster, clock, sched = started()
+    prev: dict[str, Any] | None = None   # the jobs of the previous claiming session, when it was the one below
     for event in events:
         _apply(event, cluster, clock, sched)
+        if event[0] == "session":
+            prev = None
         quiet = sched._quiet
         if quiet is not None and quiet.conf is sched.conf and sched.cache.unchanged_since(quiet.generation):
             # the scheduler would not open a session: a full one must find nothing to do
@@ -227,12 +230,27 @@ def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, .
         kept = sched.open_session(renew=True)
         try:
             got = _digest(kept)
+            jobs = dict(kept.jobs)
+            _check_changed_jobs(kept, prev, event)
         finally:
             sched.memo.release(kept)
             kept.release()
+        prev = jobs
         want = _digest(_fresh(sched, clock))
         for key in want:
             assert got[key] == want[key], (event, key)
+
+
+def _check_changed_jobs(ssn: Session, prev: dict[str, Any] | None, event: tuple[Any, ...]) -> None:
+    """The jobs a session names as not kept and as gone cover what changed since the previous claiming session
+    (``prev``: its jobs, when known): every job that is not that session's object, every job it had that is gone."""
+    jobs = ssn.jobs
+    assert ssn.changed_jobs <= jobs.keys() and ssn.kept_jobs == jobs.keys() - ssn.changed_jobs, event
+    if prev is None:
+        return
+    assert {uid for uid, job in jobs.items() if prev.get(uid) is not job} <= ssn.changed_jobs, event
+    if ssn.gone_jobs is not None:
+        assert prev.keys() - jobs.keys() <= ssn.gone_jobs, event
 
 
 def _kept_and_fresh(sched: Scheduler, clock: FakeClock) -> tuple[set[str], dict[str, Any], dict[str, Any]]:

@@ -1,5 +1,6 @@
 """The C-loop job sifts (``api.with_backfill_work``, ``api.unsettled_or_grouped``) select, in order, the jobs the
-methods they stand for select, whatever the jobs' tasks and their statuses become during a session."""
+methods they stand for select, whatever the jobs' tasks and their statuses become during a session; overcommit's
+PodGroup jobs, found by key, are in order every job with ``minResources``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework.api import TaskStatus, unsettled_or_grouped, with_backfill_work
+from scheduler.plugins.overcommit import podgroup_jobs
 from tests.scheduler.factories import node, pod, podgroup, session
 
 CONF = """
@@ -25,7 +27,8 @@ POD = st.tuples(st.sampled_from(["", "100m", "1"]), st.sampled_from(["", "n0", "
 @given(st.lists(POD, max_size=10), st.lists(st.tuples(st.integers(0, 9), st.sampled_from(STATUSES)), max_size=6))
 def test_sifts_select_what_the_methods_do(pods: list[tuple[str, str, str]],
                                           moves: list[tuple[int, TaskStatus]]) -> None:
-    objs = [node("n0"), node("n1"), podgroup("g0", 2), podgroup("g1", 1, phase="Pending")]
+    objs = [node("n0"), node("n1"), podgroup("g0", 2, min_resources={"cpu": "1"}), podgroup("g1", 1, phase="Pending"),
+            podgroup("g2", 1, min_resources={"memory": "1Gi"}, phase="Running")]
     for j, (cpu, on, group) in enumerate(pods):
         objs.append(pod(f"p{j}", cpu=cpu or None, memory=None if not cpu else "64Mi", node_name=on, group=group))
     ssn, _ = session(objs, CONF)
@@ -39,3 +42,4 @@ def test_sifts_select_what_the_methods_do(pods: list[tuple[str, str, str]],
         j for j in jobs if j.may_be_unsettled()]
     assert [j for j in unsettled_or_grouped(jobs) if j.podgroup is not None] == [
         j for j in jobs if j.podgroup is not None]
+    assert [j for j in podgroup_jobs(ssn) if j.min_resources] == [j for j in jobs if j.min_resources]

@@ -1,6 +1,7 @@
 """A load-aware state opened from what the session before it left (scheduler.loadaware.carried) equals one made
 from scratch, after every step of random event sequences: pods bound, replaced, finished and deleted, NodeMetrics
-reported anew or gone (one node's, or every node's at once), nodes whose annotations change, the clock moving on;
+reported anew or gone (one node's, or every node's at once), nodes whose annotations change, the clock moving on
+(the carried entries' estimates are kept per pod shape, the fresh ones computed per pod);
 and what a session reserves in its state does not leak into the next one."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scheduler.framework.memo import SessionMemo
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPod
 from scheduler.loadaware.carried import PodLog, open_carried
+from scheduler.loadaware.estimator import SCALING_FACTORS_ANNOTATION
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.snapshot import open_state
@@ -52,6 +54,8 @@ def _pod(j: int, node: int, version: int, scheduled: bool, phase: str) -> PodVie
         conditions.append({"type": "PodScheduled", "status": "True",
                            "lastTransitionTime": to_rfc3339(900.0 + 17 * version)})
     annotations = {"scheduling.koordinator.sh/load-estimated-seconds-after-pod-scheduled": "40"} if j % 5 == 2 else {}
+    if j % 3 == 1:   # read when the arguments allow it: pods of one shape but these differ in their estimates
+        annotations[SCALING_FACTORS_ANNOTATION] = json.dumps({"cpu": 40 + version % 2 * 50})
     spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {
         "requests": {"cpu": f"{1 + version % 3}", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}}]}
     if node >= 0:

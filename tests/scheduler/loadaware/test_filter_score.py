@@ -265,6 +265,11 @@ def test_a_few_rows_node_by_node_equal_the_vector_form(
     assert s.filter_packed(est, is_prod=is_prod, rows=np.concatenate([every] * 2)).tolist() == full[
         np.concatenate([every] * 2)].tolist()
     assert s.score(est, is_prod=is_prod, rows=rows).tolist() == s.score(est, is_prod=is_prod)[rows].tolist()
+    # a run's forms (Python values in and out), on a few rows and on more than node by node
+    passes, scores = s.passes_rows_of(est, is_prod=is_prod), s.score_rows_of(est, is_prod=is_prod, weight=3)
+    for at in (rows.tolist(), [*every.tolist()] * 2):
+        assert passes(at) == (full[at] == 0).tolist()
+        assert scores(at) == (s.score(est, is_prod=is_prod)[at] * 3).tolist()
 
 
 def _matrix_score(s: LoadAwareState, est: np.ndarray, *, is_prod: bool) -> list[int]:

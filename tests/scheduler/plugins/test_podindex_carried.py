@@ -34,7 +34,7 @@ _event = st.one_of(
     st.tuples(st.just("label"), st.sampled_from(PODS), st.sampled_from(["web", "db"])),
     st.tuples(st.just("finish"), st.sampled_from(PODS)),
     st.tuples(st.just("delete pod"), st.sampled_from(PODS)),
-    st.tuples(st.just("node"), st.sampled_from(NODES)),
+    st.tuples(st.just("node"), st.sampled_from([*NODES, "n15"])),   # n15: another node among the rows
     st.tuples(st.just("delete node"), st.sampled_from(NODES)),
     st.tuples(st.just("podgroup"), st.sampled_from(["g0"])),
     st.tuples(st.just("podgroup phase"), st.sampled_from(["g0"]), st.sampled_from(["Inqueue", "Running"])),
@@ -149,6 +149,16 @@ def test_a_deleted_pod_leaves_the_node_it_was_seeded_on() -> None:
                   ("pod", "p1", "n1", "web", "port"), ("pod", "p1", "n2", "db", "plain")]:
         _apply(event, cluster, sched)
         _check(cluster, clock, sched, event)
+
+
+def test_a_node_replaced_by_another_moves_the_rows_after_it() -> None:
+    """As many nodes as before, other names: the rows by name are made anew, not the previous session's."""
+    cluster, clock, sched = _started()
+    for events in [[("pod", "p0", "n1", "web", "plain"), ("pod", "p1", "n3", "db", "anti")], [("session",)],
+                   [("delete node", "n0"), ("node", "n15")], [("pod", "p2", "n2", "web", "plain")]]:
+        for event in events:
+            _apply(event, cluster, sched)
+        _check(cluster, clock, sched, events[-1])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
