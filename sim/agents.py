@@ -79,6 +79,8 @@ class SimAgents:
         self.built = 0
         # per node, its report not built yet (in the order they were made)
         self._deferred: dict[int, _Deferred] = {}
+        # per node, the pods of its last report built and their podsMetric order
+        self._order: dict[int, tuple[list[PodMeta], list[PodMeta]]] = {}
         # whether reports wait for a reader: only when a late build is exact, the pod history keeping a pod at
         # least a tick past its last sample (false: each report is built at once, as tests compare)
         self.defer = policy.window_seconds >= tick_seconds
@@ -151,19 +153,30 @@ class SimAgents:
     def _build(self, reports: list[tuple[int, _Deferred]]) -> None:
         """Each node's NodeMetric status at its report's time, written (status subresource), in order: the windows
         of all of them averaged in one batch, their quantities truncated in one more."""
-        ordered = [sorted(waiting.pods, key=_POD_ORDER) for _, waiting in reports]
+        ordered = [self._ordered(node, waiting.pods) for node, waiting in reports]
         means = self.samples.means(
             [(waiting.t, node, [m.uid for m in metas]) for (node, waiting), metas in zip(reports, ordered, strict=True)],
             float(self.policy.window_seconds),
         )
-        node_pairs = reported_pairs(means.nodes.reshape(-1), np.repeat(means.node_counts, 4))
-        pod_pairs = reported_pairs(means.pods.reshape(-1), np.repeat(means.pod_counts, 2))
-        k = 0
+        # every report's node and system pair, then every pod's, truncated in one call
+        pairs = reported_pairs(np.concatenate([means.nodes.reshape(-1), means.pods.reshape(-1)]),
+                               np.concatenate([np.repeat(means.node_counts, 4), np.repeat(means.pod_counts, 2)]))
+        k = 2 * len(reports)
         for b, ((node, waiting), metas) in enumerate(zip(reports, ordered, strict=True)):
-            pairs = node_pairs[2 * b : 2 * b + 2] + pod_pairs[k : k + len(metas)]
+            own = pairs[2 * b : 2 * b + 2] + pairs[k : k + len(metas)]
             k += len(metas)
             # Typed: the scheduler takes the pods' usage as built, rather than parsing it back from the text.
-            self._write(node, status_of(waiting.t, metas, pairs, ([], []), typed=True))
+            self._write(node, status_of(waiting.t, metas, own, ([], []), typed=True))
+
+    def _ordered(self, node: int, pods: list[PodMeta]) -> list[PodMeta]:
+        """``pods`` in podsMetric order (namespace, then name); the node's last order again while its pods are the
+        same (the usual report: a node's pods change far less often than it reports)."""
+        last = self._order.get(node)
+        if last is not None and last[0] == pods:
+            return last[1]
+        ordered = sorted(pods, key=_POD_ORDER)
+        self._order[node] = (pods, ordered)
+        return ordered
 
     def _write(self, node: int, status: dict[str, Any]) -> None:
         """Node ``node``'s NodeMetric status written (status subresource)."""

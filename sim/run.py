@@ -148,10 +148,10 @@ class _Pod:
     _view: PodView | None = None
     _default_quota: int | None = None
     _state: PodState | None = None  # what the waterline engine last saw of it (its fixed fields are reused)
+    key: str = field(init=False)  # namespace/name, made once: looked up for every running pod every tick
 
-    @property
-    def key(self) -> str:
-        return f"{self.spec.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        self.key = f"{self.spec.namespace}/{self.name}"
 
     @property
     def meta(self) -> PodMeta:

@@ -91,36 +91,41 @@ class SampleTable:
     def means(self, reports: Sequence[tuple[float, int, Sequence[str]]], window: float) -> WindowMeans:
         """The means over ``[t - window, t]`` of each report ``(t, node, pod UIDs)``: its node's series and its pods'
         (see :class:`WindowMeans`)."""
+        times: dict[float, int] = {}
+        report_time = np.array([times.setdefault(t, len(times)) for t, _, _ in reports], dtype=np.intp)
+        nodes = np.array([node for _, node, _ in reports], dtype=np.intp)
+        slot = self._slots.get
+        slots = np.array([slot(uid, 0) for _, _, pods in reports for uid in pods], dtype=np.intp)
+        pod_time = np.repeat(report_time, [len(pods) for _, _, pods in reports])
         node_means = np.zeros((len(reports), _NODE_SERIES))
         node_counts = np.zeros(len(reports), dtype=np.intp)
-        uids = [uid for _, _, pods in reports for uid in pods]
-        pod_means = np.zeros((len(uids), 2))
-        pod_counts = np.zeros(len(uids), dtype=np.intp)
-        slots = np.fromiter((self._slots.get(uid, 0) for uid in uids), dtype=np.intp, count=len(uids))
-        first = np.cumsum([0] + [len(pods) for _, _, pods in reports])
-        for t, which in _by_time(reports).items():
+        pod_means = np.zeros((slots.size, 2))
+        pod_counts = np.zeros(slots.size, dtype=np.intp)
+        for t, g in times.items():
             lo, hi = self._rows(t - window, t)
             if hi <= lo:
                 continue
-            nodes = np.array([reports[k][1] for k in which], dtype=np.intp)
+            which = np.flatnonzero(report_time == g) if len(times) > 1 else slice(None)
             node_counts[which] = hi - lo
             # (reports, series, samples), each row of samples oldest first and contiguous, as one report sums it
-            rows = np.ascontiguousarray(self._node[lo:hi, nodes].transpose(1, 2, 0))
-            node_means[which] = (_sum(rows, axis=2) / (hi - lo))
-            pods = np.concatenate([np.arange(first[k], first[k + 1]) for k in which]) if which else np.zeros(0, np.intp)
-            if pods.size:
-                pod_means[pods], pod_counts[pods] = self._pod_means(slots[pods], lo, hi)
+            rows = np.ascontiguousarray(self._node[lo:hi, nodes[which]].transpose(1, 2, 0))
+            node_means[which] = _sum(rows, axis=2) / (hi - lo)
+            pods = np.flatnonzero(pod_time == g) if len(times) > 1 else slice(None)
+            pod_means[pods], pod_counts[pods] = self._pod_means(slots[pods], lo, hi)
         return WindowMeans(node_means, node_counts, pod_means, pod_counts)
 
     def _pod_means(self, slots: IntArray, lo: int, hi: int) -> tuple[FloatArray, IntArray]:
         """The (cpu, memory) means of each slot's samples in rows ``[lo, hi)``, and their count."""
-        seen = np.ascontiguousarray(self._seen[lo:hi, slots].T)   # (pods, samples)
+        seen = self._seen[lo:hi, slots]   # (samples, pods)
+        counts: IntArray = seen.sum(axis=0)
         values = np.ascontiguousarray(self._pod[lo:hi, slots].transpose(1, 2, 0))   # (pods, cpu|memory, samples)
-        counts: IntArray = seen.sum(axis=1)
+        w = hi - lo
+        full = counts == w
+        if full.all():   # the usual case: every pod ran through the window
+            return _sum(values, axis=2) / w, counts
         means = np.zeros((slots.size, 2))
-        full = counts == hi - lo
-        if full.any():
-            means[full] = _sum(values[full], axis=2) / (hi - lo)
+        means[full] = _sum(values[full], axis=2) / w
+        seen = seen.T
         for n in np.unique(counts[~full]).tolist():
             if n:
                 which = np.flatnonzero(counts == n)

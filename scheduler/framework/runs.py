@@ -25,7 +25,7 @@ from common.objects import PodView
 
 from .api import NodeInfo, TaskInfo
 from .arrays import NodeArrays
-from .evaluate import FITS_FUTURE, FITS_IDLE, _fit_bits, _top, evaluate_nodes, score_nodes
+from .evaluate import FITS_FUTURE, FITS_IDLE, _top, evaluate_nodes, fit_needs, fit_rows, score_nodes
 
 if TYPE_CHECKING:
     from .session import Session
@@ -86,7 +86,7 @@ class _Kept:
     how many ``now``."""
 
     arrays: NodeArrays
-    vector: IntArray
+    need: list[tuple[int, int]]   # what the resource check compares for the pod (``fit_needs``)
     filters: list[RowFn]
     scores: list[RowFn]
     feasible: BoolArray
@@ -213,8 +213,8 @@ class IdenticalRun:
         # each declared score is the same on a node whichever nodes are scored: score them all once
         total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
         now = ev.feasible & ev.fits_idle
-        return _Kept(ssn.arrays, task.vector, filters, scores, ev.feasible.copy(), ev.fits_idle.copy(),
-                     ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
+        return _Kept(ssn.arrays, fit_needs(ssn.arrays, task.vector), filters, scores, ev.feasible.copy(),
+                     ev.fits_idle.copy(), ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
                      int(np.count_nonzero(now)), len(ssn.arrays.changes))
 
     @staticmethod
@@ -226,7 +226,7 @@ class IdenticalRun:
             return
         at = sorted(set(log[kept.seen:]))
         kept.seen = len(log)
-        bits: list[int] = _fit_bits(kept.arrays, kept.vector, np.array(at, dtype=np.int64)).tolist()
+        bits = fit_rows(kept.arrays, kept.need, at)
         if len(at) == 1:   # a placement's node: the same steps on one value each
             IdenticalRun._catch_up_one(kept, at, bits[0])
             return

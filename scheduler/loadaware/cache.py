@@ -73,9 +73,11 @@ def enters_cache(pod: PodView) -> bool:
     return bool(pod.node_name) and not pod.terminal and RESERVATION_ANNOTATION not in pod.annotations
 
 
-def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> AssignedPod:
-    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time)."""
-    return assigned_entry(pod, node, now, args)[0]
+def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+                 estimate: IntArray | None = None) -> AssignedPod:
+    """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time); ``estimate``: the
+    pod's :func:`estimate_row` when the caller kept it (per pod shape), else it is computed."""
+    return stamped_entry(pod, node, now, args, estimate)[0]
 
 
 @dataclass(frozen=True, slots=True)

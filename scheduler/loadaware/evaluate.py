@@ -9,7 +9,7 @@ session count against their node (burst safety).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,19 +102,12 @@ def node_rows(args: LoadAwareArgs, profile: ThresholdProfile, m: MetricLoad, pod
     return NodeRows.from_values(has, packed)
 
 
-def _packed_outcome(pct: list[int], thr: list[int], thr_on: list[bool], caps: tuple[list[bool], list[int]] | None,
-                    code: int) -> int:
-    """One node's packed filter outcome from its used percents: the first resource over its threshold, else
-    the first over its waterline cap (``caps``: which are checked, and the caps; None when no node has one),
-    else the node's static code."""
-    for j, (on, t) in enumerate(zip(thr_on, thr, strict=True)):
-        if on and pct[j] > t:
-            return 2 * _PACK + j + 1
-    if caps is not None:
-        for j, (on, c) in enumerate(zip(*caps, strict=True)):
-            if on and pct[j] > c:
-                return 3 * _PACK + j + 1
-    return code * _PACK
+def _used_percent(used: int, estimate: int, divisor: float) -> int:
+    """One resource's used percent with the pod's estimate, as :meth:`LoadAwareState.used_percent` computes it
+    (float64, half up) where the node's allocatable is above 0."""
+    p = float(used + estimate) / divisor * 100.0
+    whole = float(math.floor(p))
+    return int(whole) + (1 if p - whole >= 0.5 else 0)
 
 
 class LoadAwareState:
@@ -200,9 +193,11 @@ class LoadAwareState:
             caps = waterline_percent.astype(np.int64)
             self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
+        self._plain: dict[bool, tuple[IntArray, IntArray]] = {}   # _plain_inputs, kept with _static
         self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
+        self._alloc_all_pos = bool(self._alloc_pos.all())
         self.now = now
 
     def row_inputs(self) -> list[npt.NDArray[np.int64] | npt.NDArray[np.bool_]]:
@@ -255,6 +250,7 @@ class LoadAwareState:
         rows = self._rows(i, metric, self.cache.pods_on(name))
         if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
+            self._plain.clear()
             self._valid = None
         self.has_status[i] = rows.has_status
         k = len(self.names)
@@ -354,51 +350,73 @@ class LoadAwareState:
         static = self._static_masks(is_prod)
         if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
-        return self._packed_plain(estimate, static, rows)
+        return self._packed_plain(estimate, is_prod, rows)
 
-    def _packed_plain(self, estimate: IntArray, static: _Static, rows: IntArray | None) -> IntArray:
+    def _plain_inputs(self, is_prod: bool) -> tuple[IntArray, IntArray]:
+        """What :meth:`_packed_plain` reads besides the loads, per node: each resource's threshold where it is
+        checked (the largest int64, which no percent exceeds, where not), and the node's static code packed."""
+        got = self._plain.get(is_prod)
+        if got is None:
+            _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = self._static_masks(is_prod)
+            got = self._plain[is_prod] = (np.where(thr_on, thr, np.iinfo(np.int64).max), code * _PACK)
+        return got
+
+    def _packed_plain(self, estimate: IntArray, is_prod: bool, rows: IntArray | None) -> IntArray:
         """:meth:`filter`'s packed outcome where no node takes prod thresholds nor has a waterline cap: the
-        threshold check alone, in fewer NumPy calls (the same arithmetic and outcome)."""
-        _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = static
-        if rows is not None:
-            thr, code, thr_on = thr[rows], code[rows], thr_on[rows]
-        pct = self.used_percent(self.load_filter if rows is None else self.load_filter[rows], estimate, rows)
-        over = thr_on & (pct > thr)
+        threshold check alone, in fewer NumPy calls (:meth:`used_percent`'s arithmetic, a percent compared only
+        where a threshold is checked, the same outcome)."""
+        thr, base = self._plain_inputs(is_prod)
+        if rows is None:
+            load, div, base = self.load_filter, self._alloc_div, base.copy()
+        else:
+            load, div, thr, base = self.load_filter[rows], self._alloc_div[rows], thr[rows], base[rows]
+        pct = (load + estimate).astype(np.float64)
+        pct /= div
+        pct *= 100.0
+        whole = np.floor(pct)
+        pct -= whole
+        whole += pct >= 0.5   # half up: the used percents are not negative
+        over = whole.astype(np.int64) > thr
         failing = over.any(axis=1)
-        base: IntArray = code * _PACK
         if not failing.any():
             return base
         out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
         return out
 
-    def passes_rows(self, estimate: IntArray, *, is_prod: bool, at: list[int]) -> list[bool]:
-        """Whether the nodes ``at`` pass :meth:`filter_packed` (a run's few nodes: no arrays made)."""
-        if len(at) <= ROW_BY_ROW:
-            return [v == 0 for v in self._packed_rows(at, estimate.tolist(), is_prod)]
-        out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64)) == 0
-                           ).tolist()
-        return out
+    def passes_rows_of(self, estimate: IntArray, *, is_prod: bool) -> Callable[[list[int]], list[bool]]:
+        """Whether some nodes pass :meth:`filter_packed`, for the pods of a run with this estimate (a few nodes
+        checked without making arrays)."""
+        est = estimate.tolist()
+
+        def rows(at: list[int]) -> list[bool]:
+            if len(at) <= ROW_BY_ROW:
+                return [v == 0 for v in self._packed_rows(at, est, is_prod)]
+            out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64))
+                               == 0).tolist()
+            return out
+        return rows
 
     def _packed_rows(self, at: list[int], est: list[int], is_prod: bool) -> list[int]:
-        """The packed filter outcome of the nodes ``at``, as :meth:`filter` computes it for those rows."""
+        """The packed filter outcome of the nodes ``at``, as :meth:`filter` computes it for those rows: the first
+        resource over its threshold, else the first over its waterline cap, else the node's static code (a used
+        percent is worked out only where a threshold or cap is checked, where the allocatable is above 0)."""
         prod_pod, thr, _checked, code, thr_on, cap_on, prod_any, cap_any = self._static_masks(is_prod)
-        loads = row_lists(self.load_filter, at)
-        if prod_any:
-            prods = row_lists(self.load_prod, at)
-            loads = [p if prod_pod[i] else u for i, u, p in zip(at, loads, prods, strict=True)]
-        caps = (zip(row_lists(cap_on, at), row_lists(self.waterline_cap, at), strict=True) if cap_any else None)
         out = []
-        for u_row, pos_row, div_row, thr_row, on_row, c in zip(
-                loads, row_lists(self._alloc_pos, at), row_lists(self._alloc_div, at), row_lists(thr, at),
-                row_lists(thr_on, at), [int(code[i]) for i in at], strict=True):
-            pct = [0] * len(est)
-            for j, (u, e, pos, d) in enumerate(zip(u_row, est, pos_row, div_row, strict=True)):
-                if pos:
-                    p = float(u + e) / d * 100.0
-                    whole = float(math.floor(p))
-                    pct[j] = int(whole) + (1 if p - whole >= 0.5 else 0)
-            cap_row = next(caps) if caps is not None else None
-            out.append(_packed_outcome(pct, thr_row, on_row, cap_row, c))
+        for i in at:
+            load = (self.load_prod if prod_any and prod_pod[i] else self.load_filter)[i].tolist()
+            div = self._alloc_div[i].tolist()
+            outcome = int(code[i]) * _PACK
+            for j, (on, t) in enumerate(zip(thr_on[i].tolist(), thr[i].tolist(), strict=True)):
+                if on and _used_percent(load[j], est[j], div[j]) > t:
+                    outcome = 2 * _PACK + j + 1
+                    break
+            else:
+                if cap_any:
+                    for j, (on, c) in enumerate(zip(cap_on[i].tolist(), self.waterline_cap[i].tolist(), strict=True)):
+                        if on and _used_percent(load[j], est[j], div[j]) > c:
+                            outcome = 3 * _PACK + j + 1
+                            break
+            out.append(outcome)
         return out
 
     def packed(self, result: LoadFilter) -> IntArray:
@@ -476,19 +494,30 @@ class LoadAwareState:
         load = self.load_prod if prod_pod else self.load_score
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist()), dtype=np.int64)
+            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist(), self.weights.tolist()),
+                            dtype=np.int64)
         valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
-        used = load + estimate[None, :]
-        safe = np.where(alloc > 0, alloc, 1)
-        s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
-        total = (s * self.weights[None, :]).sum(axis=1)
+        if self._alloc_all_pos:   # no node to leave out: what is free, as a percent (0 when over), in place
+            s = alloc - load
+            s -= estimate
+            np.maximum(s, 0, out=s)
+            s *= 100
+            s //= alloc
+        else:
+            used = load + estimate[None, :]
+            safe = np.where(alloc > 0, alloc, 1)
+            s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
+        total = s @ self.weights   # integer products and sums, exact
         if dominant:
             total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
         wsum = int(self.weights.sum()) + dominant
-        out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
-        return np.where(valid, out, 0).astype(np.int64)
+        if wsum <= 0:
+            return np.zeros(n, dtype=np.int64)
+        out: IntArray = total // wsum
+        out *= valid   # 0 where no load is read
+        return out
 
     def _scored(self) -> BoolArray:
         """The nodes the score reads a load of (a NodeMetric, not expired, with a status), kept until a node's
@@ -498,20 +527,26 @@ class LoadAwareState:
             valid = self._valid = self.has_metric & ~self.expired & self.has_status
         return valid
 
-    def score_values(self, estimate: IntArray, *, is_prod: bool, at: list[int]) -> list[int]:
-        """:meth:`score` of the nodes ``at`` as Python integers (a run's few nodes: no arrays made)."""
-        if len(at) > ROW_BY_ROW:
-            out: list[int] = self.score(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64)).tolist()
-            return out
+    def score_rows_of(self, estimate: IntArray, *, is_prod: bool,
+                      weight: int = 1) -> Callable[[list[int]], list[int]]:
+        """:meth:`score` of some nodes times ``weight``, as Python integers, for the pods of a run with this
+        estimate: what depends on the pod alone is worked out once, and a few nodes are scored without arrays."""
         if not self.weights.any() and self.args.dominant_resource_weight == 0:
-            return [0] * len(at)
+            return lambda at: [0] * len(at)
         prod_pod = self.args.score_according_prod_usage and is_prod
-        return self._score_rows(at, self.load_prod if prod_pod else self.load_score, estimate.tolist())
+        est, weights = estimate.tolist(), self.weights.tolist()
 
-    def _score_rows(self, at: list[int], load: IntArray, est: list[int]) -> list[int]:
+        def rows(at: list[int]) -> list[int]:
+            if len(at) > ROW_BY_ROW:
+                return [v * weight for v in self.score(estimate, is_prod=is_prod,
+                                                        rows=np.array(at, dtype=np.int64)).tolist()]
+            load = self.load_prod if prod_pod else self.load_score
+            return [v * weight for v in self._score_rows(at, load, est, weights)]
+        return rows
+
+    def _score_rows(self, at: list[int], load: IntArray, est: list[int], weights: list[int]) -> list[int]:
         """The scores of the nodes ``at``, as :meth:`score` computes them for those rows (integers throughout)."""
         dominant = self.args.dominant_resource_weight
-        weights = self.weights.tolist()
         wsum = sum(weights) + dominant
         valid = self._scored()
         out = []

@@ -45,9 +45,8 @@ from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.loadaware.args import parse_loadaware_args
-from scheduler.loadaware.cache import AssignedPod, assigned_pod
+from scheduler.loadaware.cache import AssignedPod, assigned_pod, estimate_row
 from scheduler.loadaware.carried import PodLog, open_carried
-from scheduler.loadaware.estimator import estimate_pod, estimate_vector
 from scheduler.loadaware.evaluate import LoadAwareState, LoadFilter
 from scheduler.loadaware.memo import LoadAwareMemo
 from scheduler.loadaware.pressure import PressureFilter
@@ -168,10 +167,7 @@ class LoadAware:
         return est
 
     def _estimate(self, pod: PodView) -> IntArray:
-        raw = estimate_pod(pod, self.args.estimated_scaling_factors, allow_customize=self.args.allow_customize_estimation)
-        est = estimate_vector(raw, self.args.resource_names)
-        est.flags.writeable = False
-        return est
+        return estimate_row(pod, self.args)
 
     def on_session_open(self, ssn: Session) -> None:
         extra: Any = ssn.snapshot.extra.get(WATERLINE_PERCENT_KEY)
@@ -243,13 +239,15 @@ class LoadAware:
                 with _released(state, entries):
                     mine: IntArray = state.score(est, is_prod=is_prod) * self.weight
                 return mine
-            raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
-            out: IntArray = raw * self.weight
+            # read at once: score_nodes adds the scores into the total, explain copies them
+            raw = rows.read((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
+            out: IntArray = raw if self.weight == 1 else raw * self.weight
             return out
 
         def on_allocate(task: TaskInfo) -> None:
             if task.node_name:
-                state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args))
+                # the estimate kept per pod shape
+                state.reserve(assigned_pod(task.pod, task.node_name, ssn.now, self.args, self.estimate(task)))
                 if own:  # a replacement placed where its reservation was: its own estimate counts from now on
                     _consume(state, own, workload_of(task.pod), task.node_name)
 
@@ -264,15 +262,14 @@ class LoadAware:
                 return None
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            return lambda at: state.passes_rows(est, is_prod=is_prod, at=at)
+            return state.passes_rows_of(est, is_prod=is_prod)
 
         def score_rows(task: TaskInfo) -> RowFn | None:
             if own:
                 return None
             est = self.estimate(task)
             is_prod = task.pod.priority_class == PriorityClass.PROD
-            weight = self.weight
-            return lambda at: [v * weight for v in state.score_values(est, is_prod=is_prod, at=at)]
+            return state.score_rows_of(est, is_prod=is_prod, weight=self.weight)
 
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows)
         ssn.add_vector_score_fn(NAME, score, rows=score_rows)
