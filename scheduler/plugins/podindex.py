@@ -243,7 +243,7 @@ def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:
         return None
     if ssn.node_names != totals.names:
         return None
-    if any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True))):
+    if _tasks_touched(ssn):
         return None
     moved = set(totals.unseeded)
     where, by_key = totals.where, snap.pod_by_key
@@ -267,6 +267,15 @@ def _node_rows(ssn: Session) -> Mapping[str, int]:
     rows = {name: i for i, name in enumerate(names)}
     ssn.memo.set_value(_ROWS_KEY, (list(names), rows))
     return rows
+
+
+def _tasks_touched(ssn: Session) -> bool:
+    """Whether a task may have changed since the session build made it: one on the list of the objects touched
+    since (a few, read without looking at every task), or, without that list, one whose flag says so."""
+    watched = ssn.watched
+    if watched is None:
+        return any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True)))
+    return any(isinstance(obj, TaskInfo) for obj in watched)
 
 
 def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:
