@@ -19,6 +19,8 @@ from .memo import SessionMemo
 __all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
+# what a row cache keeps per node (int64 for most computations, a narrower integer type for some)
+Values = npt.NDArray[Any]
 
 
 def resource_columns(names: Iterable[str]) -> list[str]:
@@ -221,7 +223,7 @@ class _Rows:
 
     __slots__ = ("value", "seen", "stale")
 
-    def __init__(self, value: IntArray, seen: int) -> None:
+    def __init__(self, value: Values, seen: int) -> None:
         self.value = value
         self.seen = seen
         self.stale: npt.NDArray[np.bool_] | None = None
@@ -245,7 +247,8 @@ class RowCache:
     Pods with the same signature — replicas of one workload, or the few shapes of a mixed workload taking turns —
     reuse the values last computed for it, recomputing only the rows the node arrays logged as changed since.
     Up to ``slots`` signatures are kept (the least recently used goes first).  ``compute(rows)`` must return the
-    values for ``rows`` (an index array), or for every node when ``rows`` is None.  A cache may be carried into
+    values for ``rows`` (an index array), or for every node when ``rows`` is None (in the dtype the values are
+    kept in).  A cache may be carried into
     the next session (:func:`carried_caches`), its entries then recomputing the rows whose inputs changed.
     """
 
@@ -254,12 +257,25 @@ class RowCache:
         self.slots = slots
         self._entries: dict[Hashable, _Rows] = {}
 
-    def get(self, key: Hashable, compute: Callable[[IntArray | None], IntArray]) -> IntArray:
+    def get(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
+        """The values of ``key``'s signature over every node, brought up to date: a copy the caller may keep and
+        change."""
+        return self._current(key, compute).copy()
+
+    def read(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
+        """:meth:`get` without the copy, for a caller that reads the values at once: read-only, and holding only
+        until the cache's next ``get`` or ``read`` (the cache updates its values in place)."""
+        out = self._current(key, compute).view()
+        out.flags.writeable = False
+        return out
+
+    def _current(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
+        """The kept values of ``key`` (made by ``compute(None)``, in the dtype it gives), their changed rows redone."""
         log = self.arrays.changes
         entries = self._entries
         hit = entries.pop(key, None)
         if hit is None:
-            hit = _Rows(np.asarray(compute(None), dtype=np.int64).copy(), len(log))
+            hit = _Rows(np.array(compute(None)), len(log))
             if len(entries) >= self.slots:
                 del entries[next(iter(entries))]
         elif hit.seen < len(log) or hit.stale is not None:
@@ -270,7 +286,7 @@ class RowCache:
             hit.seen = len(log)
             hit.stale = None
         entries[key] = hit   # most recently used last
-        return hit.value.copy()
+        return hit.value
 
     def carry(self, arrays: NodeArrays, changed: IntArray) -> None:
         """Follow another session's ``arrays`` (the same rows and columns): every entry recomputes, when its

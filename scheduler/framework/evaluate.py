@@ -27,6 +27,7 @@ __all__ = ["Evaluation", "evaluate_nodes", "fit_needs", "fit_rows", "fits_now", 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BitsArray = npt.NDArray[np.uint8]
 RESOURCE_PLUGIN = "noderesources"
 SAMPLING_PLUGIN = "nodesToFind"  # the explanation's key for a node a limited search did not reach
 
@@ -103,17 +104,29 @@ FITS_IDLE, FITS_FUTURE = 1, 2
 ROW_BY_ROW = 4
 
 
-def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> IntArray:
+def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArray:
     """Whether ``vec`` fits the idle resources (FITS_IDLE) and what will be idle once releasing pods are gone and
-    pipelined ones arrived (FITS_FUTURE) of the nodes ``rows`` (every node when None), as bits of one integer."""
+    pipelined ones arrived (FITS_FUTURE) of the nodes ``rows`` (every node when None), as bits of one small
+    integer (a byte per node: the answers over every node are read with byte-wide operations)."""
     if rows is not None and len(rows) <= ROW_BY_ROW:
-        return np.array(_fit_rows(arr, vec, rows), dtype=np.int64)
-    if rows is None:
-        idle, future = arr.idle, arr.future_idle()
-    else:
-        idle = arr.idle[rows]
-        future = idle + arr.releasing[rows] - arr.pipelined[rows]
-    bits: IntArray = arr.fits(vec, idle).astype(np.int64) * FITS_IDLE + arr.fits(vec, future) * FITS_FUTURE
+        return np.array(_fit_rows(arr, vec, rows), dtype=np.uint8)
+    # the matrices transposed are [columns, nodes]: one gather reads every column's values of the rows
+    idle = arr.idle.T if rows is None else arr.idle.T[:, rows]
+    future = idle + (arr.releasing.T if rows is None else arr.releasing.T[:, rows])
+    future -= arr.pipelined.T if rows is None else arr.pipelined.T[:, rows]
+    fits_idle: BoolArray | None = None
+    fits_future: BoolArray | None = None
+    for j, v in fit_needs(arr, vec):
+        if fits_idle is None or fits_future is None:
+            fits_idle, fits_future = idle[j] >= v, future[j] >= v
+        else:
+            fits_idle &= idle[j] >= v
+            fits_future &= future[j] >= v
+    if fits_idle is None or fits_future is None:   # nothing requested (that the check does not skip)
+        return np.full(idle.shape[1], FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
+    bits: BitsArray = fits_future.astype(np.uint8)
+    bits *= FITS_FUTURE
+    bits += fits_idle
     return bits
 
 
@@ -170,8 +183,9 @@ class FitChecks:
         arr = self.arrays
         # the ignored columns are set once the session opens; a conf reload makes a new session
         key = vec.tobytes() if arr.fit_ignored is None else vec.tobytes() + arr.fit_ignored.tobytes()
-        bits = self._rows.get(key, lambda rows: _fit_bits(arr, vec, rows))
-        return (bits & FITS_IDLE) != 0, bits >= FITS_FUTURE
+        bits = self._rows.read(key, lambda rows: _fit_bits(arr, vec, rows))
+        # the bits are 0 or 1 once masked: a view of them as booleans is the answer
+        return (bits & FITS_IDLE).view(np.bool_), bits >= FITS_FUTURE
 
 
 def fits_now(ssn: Session, task: TaskInfo) -> tuple[BoolArray, BoolArray]:
@@ -271,7 +285,7 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md
     §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated."""
     n = len(ssn.nodes)
-    total = np.zeros(n, dtype=np.float64)
+    total: FloatArray | None = None
     explain = ssn.explain is not None
     parts: list[tuple[str, FloatArray]] = []
     # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
@@ -279,11 +293,16 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     try:
         for plugin, fn in ssn.enabled("vector_score"):
             raw = fn(task)
-            total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
+            if total is None:   # the first scores as float64: what 0.0 plus each of them gives
+                total = np.array(raw, dtype=np.float64)
+            else:
+                total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
             if explain:
                 parts.append((plugin, np.asarray(raw, dtype=np.float64)))
     finally:
         ssn.score_mask = None
+    if total is None:
+        total = np.zeros(n, dtype=np.float64)
     scalar = ssn.enabled("node_order")
     if scalar:
         idx = np.flatnonzero(mask).tolist()

@@ -193,9 +193,11 @@ class LoadAwareState:
             caps = waterline_percent.astype(np.int64)
             self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
+        self._plain: dict[bool, tuple[IntArray, IntArray]] = {}   # _plain_inputs, kept with _static
         self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
+        self._alloc_all_pos = bool(self._alloc_pos.all())
         self.now = now
 
     def row_inputs(self) -> list[npt.NDArray[np.int64] | npt.NDArray[np.bool_]]:
@@ -248,6 +250,7 @@ class LoadAwareState:
         rows = self._rows(i, metric, self.cache.pods_on(name))
         if bool(self.has_status[i]) != rows.has_status:
             self._static.clear()
+            self._plain.clear()
             self._valid = None
         self.has_status[i] = rows.has_status
         k = len(self.names)
@@ -347,18 +350,34 @@ class LoadAwareState:
         static = self._static_masks(is_prod)
         if static[6] or static[7] or (rows is not None and not len(rows)):   # prod thresholds or caps somewhere
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
-        return self._packed_plain(estimate, static, rows)
+        return self._packed_plain(estimate, is_prod, rows)
 
-    def _packed_plain(self, estimate: IntArray, static: _Static, rows: IntArray | None) -> IntArray:
+    def _plain_inputs(self, is_prod: bool) -> tuple[IntArray, IntArray]:
+        """What :meth:`_packed_plain` reads besides the loads, per node: each resource's threshold where it is
+        checked (the largest int64, which no percent exceeds, where not), and the node's static code packed."""
+        got = self._plain.get(is_prod)
+        if got is None:
+            _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = self._static_masks(is_prod)
+            got = self._plain[is_prod] = (np.where(thr_on, thr, np.iinfo(np.int64).max), code * _PACK)
+        return got
+
+    def _packed_plain(self, estimate: IntArray, is_prod: bool, rows: IntArray | None) -> IntArray:
         """:meth:`filter`'s packed outcome where no node takes prod thresholds nor has a waterline cap: the
-        threshold check alone, in fewer NumPy calls (the same arithmetic and outcome)."""
-        _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = static
-        if rows is not None:
-            thr, code, thr_on = thr[rows], code[rows], thr_on[rows]
-        pct = self.used_percent(self.load_filter if rows is None else self.load_filter[rows], estimate, rows)
-        over = thr_on & (pct > thr)
+        threshold check alone, in fewer NumPy calls (:meth:`used_percent`'s arithmetic, a percent compared only
+        where a threshold is checked, the same outcome)."""
+        thr, base = self._plain_inputs(is_prod)
+        if rows is None:
+            load, div, base = self.load_filter, self._alloc_div, base.copy()
+        else:
+            load, div, thr, base = self.load_filter[rows], self._alloc_div[rows], thr[rows], base[rows]
+        pct = (load + estimate).astype(np.float64)
+        pct /= div
+        pct *= 100.0
+        whole = np.floor(pct)
+        pct -= whole
+        whole += pct >= 0.5   # half up: the used percents are not negative
+        over = whole.astype(np.int64) > thr
         failing = over.any(axis=1)
-        base: IntArray = code * _PACK
         if not failing.any():
             return base
         out: IntArray = np.where(failing, 2 * _PACK + 1 + np.argmax(over, axis=1), base)
@@ -480,15 +499,25 @@ class LoadAwareState:
         valid = self._scored()
         if rows is not None:
             load, alloc, valid = load[rows], alloc[rows], valid[rows]
-        used = load + estimate[None, :]
-        safe = np.where(alloc > 0, alloc, 1)
-        s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
-        total = (s * self.weights[None, :]).sum(axis=1)
+        if self._alloc_all_pos:   # no node to leave out: what is free, as a percent (0 when over), in place
+            s = alloc - load
+            s -= estimate
+            np.maximum(s, 0, out=s)
+            s *= 100
+            s //= alloc
+        else:
+            used = load + estimate[None, :]
+            safe = np.where(alloc > 0, alloc, 1)
+            s = np.where((alloc == 0) | (used > alloc), 0, (alloc - used) * 100 // safe)
+        total = s @ self.weights   # integer products and sums, exact
         if dominant:
             total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
         wsum = int(self.weights.sum()) + dominant
-        out = total // wsum if wsum > 0 else np.zeros(n, dtype=np.int64)
-        return np.where(valid, out, 0).astype(np.int64)
+        if wsum <= 0:
+            return np.zeros(n, dtype=np.int64)
+        out: IntArray = total // wsum
+        out *= valid   # 0 where no load is read
+        return out
 
     def _scored(self) -> BoolArray:
         """The nodes the score reads a load of (a NodeMetric, not expired, with a status), kept until a node's

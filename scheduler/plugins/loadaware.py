@@ -239,8 +239,9 @@ class LoadAware:
                 with _released(state, entries):
                     mine: IntArray = state.score(est, is_prod=is_prod) * self.weight
                 return mine
-            raw = rows.get((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
-            out: IntArray = raw * self.weight
+            # read at once: score_nodes adds the scores into the total, explain copies them
+            raw = rows.read((est.tobytes(), is_prod), lambda rows: state.score(est, is_prod=is_prod, rows=rows))
+            out: IntArray = raw if self.weight == 1 else raw * self.weight
             return out
 
         def on_allocate(task: TaskInfo) -> None:

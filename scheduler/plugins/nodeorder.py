@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeView, PodView
+from common.resources import is_scalar_resource
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
@@ -32,8 +33,8 @@ from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
-from scheduler.scoring.balanced import balance_ref, balanced_allocation
-from scheduler.scoring.inputs import PodRows, RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.balanced import balance_ref, balance_two_columns, balanced_allocation
+from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MAX_NODE_SCORE, MOST_ALLOCATED, ScoringStrategy
 
@@ -128,12 +129,20 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
                              renewing=ssn.renewing)
+    two = _TwoKept(arr.columns, arr.allocatable)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
             if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
                 return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
                                                    arr.used, arr.nonzero_requested, rows.tolist(), non_zero=False))
+            columns = two.of(task.pod)
+            if columns is not None:
+                pod = columns.pod_request(task.pod)
+                if not any(pod):   # requests none of them: no score (balanced_allocation's None)
+                    return np.zeros(len(arr) if rows is None else len(rows), dtype=np.int64)
+                alloc_cols, req_cols = columns.read(arr.allocatable, arr.used, arr.nonzero_requested, rows)
+                return balance_two_columns(alloc_cols, req_cols, pod)
             sel = slice(None) if rows is None else rows
             alloc, node_req, pod_vec, active = scoring_inputs(
                 BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
@@ -155,8 +164,26 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
         return rows
 
     def score(task: TaskInfo) -> IntArray:
-        return memo.get(task.pod.requests, compute_of(task))
+        """Read-only, valid until the next pod's: the weighted sum takes the scores in at once."""
+        return memo.read(task.pod.requests, compute_of(task))
     return score, rows_of
+
+
+class _TwoKept:
+    """The session's column inputs of BalancedAllocation per pod request, where the resources that count for the pod
+    are two kept on every node (the usual cpu and memory; ``balance_two_columns``), else None."""
+
+    def __init__(self, columns: Sequence[str], allocatable: IntArray) -> None:
+        self.columns = columns
+        self.allocatable = allocatable
+        self._by_names: dict[tuple[str, ...], ColumnInputs | None] = {}
+
+    def of(self, pod: PodView) -> ColumnInputs | None:
+        names = tuple(r for r in BALANCED_RESOURCES if not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0))
+        if names not in self._by_names:
+            inputs = ColumnInputs(names, self.columns, self.allocatable, non_zero=False)
+            self._by_names[names] = inputs if len(names) == 2 and inputs.usable else None
+        return self._by_names[names]
 
 
 def _balanced_rows(rows: RowInputs) -> IntArray:

@@ -21,12 +21,13 @@ from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import FitResult, fit_filter, is_ignored
-from scheduler.scoring.inputs import PodRows, RowInputs, scoring_inputs, scoring_rows
+from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     ROW_BY_ROW,
     ScoringStrategy,
+    allocated_columns,
     least_allocated_ref,
     most_allocated_ref,
     parse_scoring_strategy,
@@ -71,6 +72,9 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
                              renewing=ssn.renewing)
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
+    # least and most allocated over one vector per resource where every node keeps every configured resource
+    columns = (ColumnInputs(strategy.names, arr.columns, arr.allocatable, non_zero=True) if ref is not None
+               else None)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
         def compute(rows: IntArray | None) -> IntArray:
@@ -78,6 +82,9 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
                 return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
                                                       arr.used, arr.nonzero_requested, rows.tolist(), non_zero=True),
                                     weights)
+            if columns is not None and columns.usable and columns.active(task.pod):
+                alloc_cols, req_cols = columns.read(arr.allocatable, arr.used, arr.nonzero_requested, rows)
+                return allocated_columns(strategy.type, alloc_cols, req_cols, columns.pod_request(task.pod), weights)
             sel = slice(None) if rows is None else rows
             alloc, node_req, pod_vec, active = scoring_inputs(
                 strategy.names, task.pod, arr.columns, arr.allocatable[sel], arr.used[sel],
@@ -99,7 +106,8 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
         return rows
 
     def score(task: TaskInfo) -> IntArray:
-        return memo.get((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
+        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
     return score, rows_of
 
 

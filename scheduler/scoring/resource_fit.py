@@ -34,6 +34,7 @@ __all__ = [
     "most_allocated",
     "requested_to_capacity_ratio",
     "score_strategy",
+    "allocated_columns",
     "least_allocated_ref",
     "most_allocated_ref",
     "rtcr_ref",
@@ -194,6 +195,35 @@ def least_allocated(allocatable: IntArray, requested: IntArray, weights: IntArra
     safe = np.where(kept, allocatable, 1)
     s = np.where(requested > allocatable, 0, (safe - requested) * MAX_NODE_SCORE // safe)
     return _weighted_int_mean(s.astype(np.int64), kept, weights)
+
+
+def allocated_columns(kind: str, allocatable: Sequence[IntArray], requested: Sequence[IntArray], pod: Sequence[int],
+                      weights: Sequence[int]) -> IntArray:
+    """Least or most allocated (``kind``) where every resource is kept on every node (allocatable > 0, active),
+    from one vector per resource (``scoring.inputs.ColumnInputs``): the node's request plus the pod's, each
+    resource's score and their weighted integer mean, the same integer arithmetic as :func:`least_allocated` and
+    :func:`most_allocated` (a request above the allocatable scores 0 free, all of it allocated)."""
+    total: IntArray | None = None
+    for a, r, p, w in zip(allocatable, requested, pod, weights, strict=True):
+        if kind == LEAST_ALLOCATED:
+            s = a - r
+            s -= p
+            np.maximum(s, 0, out=s)
+        else:
+            s = r + p
+            np.minimum(s, a, out=s)
+        s *= MAX_NODE_SCORE
+        s //= a
+        if w != 1:
+            s *= w
+        if total is None:
+            total = s
+        else:
+            total += s
+    if total is None:
+        return np.zeros(0 if not allocatable else len(allocatable[0]), dtype=np.int64)
+    total //= sum(weights)
+    return total
 
 
 def most_allocated(allocatable: IntArray, requested: IntArray, weights: IntArray, active: BoolArray) -> IntArray:

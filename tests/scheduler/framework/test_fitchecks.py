@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from scheduler.framework.api import TaskStatus
 from scheduler.framework.arrays import NodeArrays
-from scheduler.framework.evaluate import ROW_BY_ROW, FitChecks
+from scheduler.framework.evaluate import FITS_FUTURE, FITS_IDLE, ROW_BY_ROW, FitChecks, _fit_bits
 
 COLUMNS = ["cpu", "memory", "pods", "nvidia.com/gpu"]
 STATUSES = [TaskStatus.ALLOCATED, TaskStatus.PIPELINED, TaskStatus.RELEASING, TaskStatus.RUNNING]
@@ -92,3 +92,49 @@ def test_each_status_on_both_update_paths(status: TaskStatus, ignore_gpu: bool, 
         arr.add(row, big, status, (2000, 4 << 30))
     fits_idle, fits_future = checks.get(small)
     assert (fits_idle.tolist(), fits_future.tolist()) == _fresh(arr, small)
+
+
+def _matrix_bits(arr: NodeArrays, vec: np.ndarray, rows: np.ndarray | None) -> list[int]:
+    """The check as the [nodes, columns] form made it: NodeArrays.fits on the rows' idle and future idle."""
+    idle = arr.idle if rows is None else arr.idle[rows]
+    future = arr.future_idle() if rows is None else arr.future_idle()[rows]
+    bits = arr.fits(vec, idle).astype(np.int64) * FITS_IDLE + arr.fits(vec, future) * FITS_FUTURE
+    out: list[int] = bits.tolist()
+    return out
+
+
+amounts = st.integers(-3000, 3000)
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(ROW_BY_ROW + 1, 24), seed=st.integers(0, 2**31), vec=st.lists(st.integers(0, 2500), min_size=4,
+       max_size=4), ignored=st.lists(st.booleans(), min_size=4, max_size=4) | st.none(), every=st.booleans())
+def test_the_column_form_equals_the_matrix_check(n: int, seed: int, vec: list[int], ignored: list[bool] | None,
+                                                 every: bool) -> None:
+    """Past the row-by-row limit the rows' columns are gathered at once and compared one column at a time: the
+    same bits as ``NodeArrays.fits`` on the gathered rows (negative idle, releasing and pipelined amounts, skipped
+    columns, a vector requesting nothing), for every node or for repeated, unsorted rows."""
+    rng = np.random.default_rng(seed)
+    arr = _arrays(n)
+    for m in (arr.idle, arr.releasing, arr.pipelined):
+        m[:] = rng.integers(-3000, 3000, m.shape)
+    if ignored is not None:
+        arr.fit_ignored = np.array(ignored, dtype=np.bool_)
+    v = np.array(vec, dtype=np.int64)
+    rows = None if every else rng.integers(0, n, ROW_BY_ROW + 1 + int(rng.integers(0, 2 * n)))
+    got = _fit_bits(arr, v, rows)
+    assert got.dtype == np.uint8 and got.tolist() == _matrix_bits(arr, v, rows)
+
+
+def test_answers_read_as_booleans_from_the_kept_bits() -> None:
+    """The kept bits are bytes; the answers are boolean arrays of their own (a caller may narrow them)."""
+    arr = _arrays(ROW_BY_ROW + 3)
+    arr.idle[:, 0] = np.arange(len(arr)) * 300
+    arr.pipelined[:, 0] = 600
+    checks = FitChecks(arr)
+    fits_idle, fits_future = checks.get(VECTORS[0])
+    assert fits_idle.dtype == np.bool_ and fits_future.dtype == np.bool_
+    assert (fits_idle.tolist(), fits_future.tolist()) == _fresh(arr, VECTORS[0])
+    fits_idle[:] = False
+    fits_future[:] = False
+    assert (checks.get(VECTORS[0])[0].tolist(), checks.get(VECTORS[0])[1].tolist()) == _fresh(arr, VECTORS[0])

@@ -97,3 +97,21 @@ def test_changed_rows_are_read_once_per_log_range() -> None:
     assert first.tolist() == [0, 2] and arr.changed_since(0) is first and not first.flags.writeable
     arr.add(3, arr.vector({"cpu": 100}), TaskStatus.RUNNING, (100, 0))
     assert arr.changed_since(0).tolist() == [0, 2, 3] and arr.changed_since(3).tolist() == [3]
+
+
+def test_read_is_get_without_the_copy() -> None:
+    """``read`` gives the kept values themselves, read-only, in the dtype the computation gave; ``get`` a copy."""
+    from scheduler.framework.arrays import NodeArrays
+
+    arr = NodeArrays(["cpu", "memory", "pods"], [{"cpu": 1000, "memory": 1, "pods": 1}] * 5)
+    cache = RowCache(arr)
+
+    def compute(rows: np.ndarray | None) -> np.ndarray:
+        idle = arr.idle[:, 0] if rows is None else arr.idle[rows, 0]
+        return (idle // 100).astype(np.uint8)
+    seen = cache.read("k", compute)
+    assert seen.dtype == np.uint8 and not seen.flags.writeable and seen.tolist() == [10] * 5
+    copy = cache.get("k", compute)
+    copy[:] = 0
+    arr.add(2, np.array([500, 0, 1], dtype=np.int64), TaskStatus.ALLOCATED, (500, 0))
+    assert cache.read("k", compute).tolist() == [10, 10, 5, 10, 10]

@@ -13,7 +13,7 @@ from hypothesis import strategies as hst
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPodCache, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
-from scheduler.loadaware.evaluate import ROW_BY_ROW
+from scheduler.loadaware.evaluate import ROW_BY_ROW, LoadAwareState
 from scheduler.loadaware.profile import USAGE_THRESHOLDS_ANNOTATION
 from tests.scheduler.loadaware.helpers import GI, metric, pod, state
 
@@ -72,6 +72,10 @@ def test_filter_rounding_is_half_away_and_comparison_strict() -> None:
     # node by node (a few rows), the same rounding: b fails on cpu, a and c pass
     assert st.filter_packed(e, is_prod=False, rows=np.array([0, 1, 2])).tolist() == st.packed(res).tolist()
     assert st.packed(res).tolist()[1] != 0
+    # and as a vector, over every node and over more rows than node by node
+    assert st.filter_packed(e, is_prod=False).tolist() == st.packed(res).tolist()
+    many = np.array([2, 1, 0] * ROW_BY_ROW)
+    assert st.filter_packed(e, is_prod=False, rows=many).tolist() == st.packed(res)[many].tolist()
 
 
 @pytest.mark.parametrize(
@@ -266,3 +270,55 @@ def test_a_few_rows_node_by_node_equal_the_vector_form(
     for at in (rows.tolist(), [*every.tolist()] * 2):
         assert passes(at) == (full[at] == 0).tolist()
         assert scores(at) == (s.score(est, is_prod=is_prod)[at] * 3).tolist()
+
+
+def _matrix_score(s: LoadAwareState, est: np.ndarray, *, is_prod: bool) -> list[int]:
+    """The score over every node as the masked [nodes, resources] form computes it (a node with an allocatable of
+    0 leaves that resource at 0)."""
+    dominant = s.args.dominant_resource_weight
+    load = s.load_prod if s.args.score_according_prod_usage and is_prod else s.load_score
+    used = load + est[None, :]
+    safe = np.where(s.allocatable > 0, s.allocatable, 1)
+    free = np.where((s.allocatable == 0) | (used > s.allocatable), 0, (s.allocatable - used) * 100 // safe)
+    total = (free * s.weights[None, :]).sum(axis=1)
+    if dominant:
+        total = total + dominant * np.minimum(free.min(axis=1, initial=100), 100)
+    wsum = int(s.weights.sum()) + dominant
+    out = total // wsum if wsum > 0 else np.zeros(len(total), dtype=np.int64)
+    valid = s.has_metric & ~s.expired & s.has_status
+    scores: list[int] = np.where(valid, out, 0).tolist()
+    return scores
+
+
+_sized = hst.tuples(hst.integers(1, 128_000), hst.integers(1, 1024).map(lambda g: g * GI),          # allocatable
+                    hst.integers(0, 160_000), hst.integers(0, 1200).map(lambda g: g * GI),          # reported usage
+                    hst.sampled_from(["fresh", "expired", "no status", "no metric"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(hst.lists(_sized, min_size=1, max_size=9), hst.integers(0, 40_000), hst.integers(0, 64).map(lambda g: g * GI),
+       hst.integers(0, 100), hst.integers(0, 100), hst.integers(1, 100), hst.integers(1, 100), hst.booleans(),
+       hst.booleans(), hst.data())
+def test_every_allocatable_positive_takes_the_unmasked_forms(
+        nodes: list[tuple[int, int, int, int, str]], est_cpu: int, est_mem: int, cpu_thr: int, dominant: int,
+        cpu_weight: int, mem_weight: int, is_prod: bool, score_prod: bool, data: hst.DataObject) -> None:
+    """With no node's allocatable 0 the score computes what is free in place and the plain filter compares a
+    percent only where a threshold is checked: the masked form's scores, and filter's outcome packed, on every
+    node and on more rows than node by node (unsorted, repeated)."""
+    args = parse_loadaware_args({"usageThresholds": {"cpu": cpu_thr, "memory": 90},
+                                 "resourceWeights": {"cpu": cpu_weight, "memory": mem_weight},
+                                 "dominantResourceWeight": dominant, "scoreAccordingProdUsage": score_prod})
+    names = [f"n{i}" for i in range(len(nodes))]
+    metrics = [metric(n, cpu_milli=cpu, memory=mem, update=1010.0 - (200 if kind == "expired" else 5),
+                      status=kind != "no status")
+               for n, (_, _, cpu, mem, kind) in zip(names, nodes, strict=True) if kind != "no metric"]
+    s = state(args, {n: (a, m) for n, (a, m, *_) in zip(names, nodes, strict=True)}, metrics)
+    est = np.array([est_cpu, est_mem], dtype=np.int64)
+    want = _matrix_score(s, est, is_prod=is_prod)
+    rows = np.array(data.draw(hst.lists(hst.integers(0, len(nodes) - 1), min_size=ROW_BY_ROW + 1,
+                                        max_size=3 * ROW_BY_ROW)))
+    assert s.score(est, is_prod=is_prod).tolist() == want
+    assert s.score(est, is_prod=is_prod, rows=rows).tolist() == [want[i] for i in rows.tolist()]
+    full = s.packed(s.filter(est, is_prod=is_prod, is_daemonset=False))
+    assert s.filter_packed(est, is_prod=is_prod).tolist() == full.tolist()
+    assert s.filter_packed(est, is_prod=is_prod, rows=rows).tolist() == full[rows].tolist()

@@ -11,6 +11,7 @@ from scheduler.scoring.balanced import (
     ROW_BY_ROW,
     balance_ref,
     balance_score,
+    balance_two_columns,
     balanced_allocation,
     balanced_allocation_ref,
 )
@@ -90,3 +91,19 @@ def test_two_or_fewer_kept_resources_match_the_reference(rows: list[tuple[int, i
     for i in range(len(rows)):
         items = [(int(alloc[i, j]), int(req[i, j])) for j in range(3) if active[j]]
         assert got[i] == balance_ref(items)
+
+
+@given(st.lists(st.tuples(st.integers(1, 64_000), st.integers(-100, 80_000), st.integers(1, 64 * 2**30),
+                          st.integers(-100, 80 * 2**30)), min_size=1, max_size=40),
+       st.tuples(st.integers(0, 9000), st.integers(0, 9 * 2**30)))
+def test_one_vector_per_resource_equals_the_two_kept_form(rows: list[tuple[int, int, int, int]],
+                                                          pod: tuple[int, int]) -> None:
+    """balance_two_columns gives balance_score's scores of nodes that all keep the same two resources, the pod's
+    request added (fractions past 1 capped; memory amounts in bytes)."""
+    alloc = np.array([[a, b] for a, _, b, _ in rows], dtype=np.int64)
+    req = np.array([[r, s] for _, r, _, s in rows], dtype=np.int64)
+    with_pod = req + np.array(pod, dtype=np.int64)[None, :]
+    want = balance_score(np.concatenate([alloc] * (ROW_BY_ROW + 1)), np.concatenate([with_pod] * (ROW_BY_ROW + 1)),
+                         np.ones(2, dtype=np.bool_))[:len(rows)]
+    got = balance_two_columns([alloc[:, 0], alloc[:, 1]], [req[:, 0], req[:, 1]], list(pod))
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()

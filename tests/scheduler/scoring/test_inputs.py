@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from common.objects import PodView
-from scheduler.scoring.inputs import scoring_inputs, scoring_rows
+from scheduler.scoring.inputs import ColumnInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.resource_fit import least_allocated
 
 COLS = ("cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu")
@@ -49,3 +49,31 @@ def test_rows_read_what_the_matrices_hold(non_zero: bool, names: tuple[str, ...]
         got = scoring_rows(names, pod, COLS, alloc, requested, nonzero, rows, non_zero=non_zero)
         assert (got.allocatable, got.requested, got.pod_request, got.active) == (
             a.tolist(), r.tolist(), p.tolist(), act.tolist())
+
+
+@pytest.mark.parametrize("non_zero", [True, False])
+@pytest.mark.parametrize("names", [("cpu", "memory"), ("memory", "pods", "cpu"), ("cpu", "nvidia.com/gpu")])
+def test_column_inputs_read_what_scoring_inputs_reads(non_zero: bool, names: tuple[str, ...]) -> None:
+    """ColumnInputs.read gives, per configured resource, scoring_inputs' allocatable and requested columns for
+    some rows (unsorted, repeated) or every node; its pod request and whether every resource counts too."""
+    rng = np.random.default_rng(8)
+    alloc = np.asfortranarray(rng.integers(1, 5000, (9, len(COLS))).astype(np.int64))
+    requested = np.asfortranarray(rng.integers(0, 5000, (9, len(COLS))).astype(np.int64))
+    nonzero = np.asfortranarray(rng.integers(0, 5000, (9, 2)).astype(np.int64))
+    inputs = ColumnInputs(names, COLS, alloc, non_zero=non_zero)
+    assert inputs.usable
+    for rows in (np.array([7, 2, 5, 2]), None):
+        sel = slice(None) if rows is None else rows
+        for pod in (_pod("300m", "1Gi", "1"), _pod(None, None, None)):
+            a, r, p, act = scoring_inputs(names, pod, COLS, alloc[sel], requested[sel], nonzero[sel],
+                                          non_zero=non_zero)
+            got_a, got_r = inputs.read(alloc, requested, nonzero, rows)
+            assert [c.tolist() for c in got_a] == a.T.tolist() and [c.tolist() for c in got_r] == r.T.tolist()
+            assert inputs.pod_request(pod) == p.tolist() and inputs.active(pod) == bool(act.all())
+
+
+def test_column_inputs_not_usable_where_a_node_would_leave_a_resource_out() -> None:
+    alloc = np.array([[1000, 10, 5, 1, 0], [1000, 10, 5, 1, 3]], dtype=np.int64)
+    assert ColumnInputs(("cpu", "memory"), COLS, alloc, non_zero=True).usable
+    assert not ColumnInputs(("cpu", "nvidia.com/gpu"), COLS, alloc, non_zero=True).usable   # one node has none
+    assert not ColumnInputs(("cpu", "hugepages-2Mi"), COLS, alloc, non_zero=True).usable   # no column

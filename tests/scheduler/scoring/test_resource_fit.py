@@ -13,6 +13,7 @@ from scheduler.scoring.resource_fit import (
     ROW_BY_ROW,
     ShapePoint,
     active_resources,
+    allocated_columns,
     least_allocated,
     least_allocated_ref,
     most_allocated,
@@ -195,3 +196,22 @@ def test_few_nodes_row_by_row_equal_the_vector_form(rows: list[tuple[list[int], 
     for fn in (least_allocated, most_allocated):
         got = fn(alloc, req, w, act)
         assert got.dtype == np.int64 and got.tolist() == fn(wide_alloc, wide_req, w, act)[:len(rows)].tolist()
+
+
+@given(st.lists(st.tuples(st.integers(1, 64_000), st.integers(-100, 80_000), st.integers(1, 64_000),
+                          st.integers(-100, 80_000)), min_size=1, max_size=40),
+       st.tuples(st.integers(0, 9000), st.integers(0, 9000)), st.tuples(st.integers(1, 100), st.integers(1, 100)),
+       st.sampled_from(["LeastAllocated", "MostAllocated"]))
+def test_one_vector_per_resource_equals_the_matrix_form(rows: list[tuple[int, int, int, int]], pod: tuple[int, int],
+                                                        weights: tuple[int, int], kind: str) -> None:
+    """allocated_columns (every resource kept on every node) gives least_allocated's and most_allocated's scores
+    of the same nodes, the pod's request added to the node's (requests above the allocatable included)."""
+    alloc = np.array([[a, b] for a, _, b, _ in rows], dtype=np.int64)
+    req = np.array([[r, s] for _, r, _, s in rows], dtype=np.int64)
+    w = np.array(weights, dtype=np.int64)
+    on = np.ones(2, dtype=np.bool_)
+    wide = np.concatenate([alloc] * (ROW_BY_ROW + 1)), np.concatenate([req] * (ROW_BY_ROW + 1))   # the vector form
+    want = (least_allocated if kind == "LeastAllocated" else most_allocated)(
+        wide[0], wide[1] + np.array(pod, dtype=np.int64)[None, :], w, on)[:len(rows)]
+    got = allocated_columns(kind, [alloc[:, 0], alloc[:, 1]], [req[:, 0], req[:, 1]], list(pod), list(weights))
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
