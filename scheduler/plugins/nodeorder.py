@@ -196,8 +196,18 @@ def _balanced_rows(rows: RowInputs) -> IntArray:
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
+class OnMask:
+    """A summand's scores when they are MAX_NODE_SCORE on the nodes of ``mask`` and 0 elsewhere: the weighted sum
+    adds the weighted maximum where the mask holds, in one pass, instead of making the scores and their product."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: npt.NDArray[np.bool_]) -> None:
+        self.mask = mask
+
+
 # what a scorer adds to nodeorder's sum for a pod: its scores, or None when they are 0 on every node
-Summand = Callable[[TaskInfo], IntArray | None]
+Summand = Callable[[TaskInfo], IntArray | OnMask | None]
 # a summand's scores on some nodes for a pod (``runs.RowsOf``): None unless each node's score depends on that node
 # alone while only pods like it are placed, and not on which nodes are scored
 PartRows = Callable[[TaskInfo], RowFn | None]
@@ -235,11 +245,8 @@ def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
             got = untainted[key] = not taint_counts(check.groups, task.pod.tolerations).any()
         return got
 
-    def summand(task: TaskInfo) -> IntArray | None:
-        if not clear(task):
-            return check.score(task)
-        out: IntArray = ssn.scoring_mask() * MAX_NODE_SCORE
-        return out
+    def summand(task: TaskInfo) -> IntArray | OnMask | None:
+        return OnMask(ssn.scoring_mask()) if clear(task) else check.score(task)
     return check.score, summand, lambda task: _full if clear(task) else None
 
 
@@ -312,7 +319,8 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
 
 def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
     """The plugin's score: each summand times its weight, summed, times the plugin's weight, in int64 (a weight of
-    1 multiplies nothing; the first product is the sum's start, not added to zeros)."""
+    1 multiplies nothing; the first product is the sum's start, not added to zeros; an :class:`OnMask` summand
+    adds its weighted maximum where its mask holds)."""
 
     def score(task: TaskInfo) -> IntArray:
         total: IntArray | None = None
@@ -320,7 +328,12 @@ def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: 
             s = summand(task)
             if s is None:
                 continue
-            if total is None:
+            if isinstance(s, OnMask):
+                if total is None:
+                    total = np.multiply(s.mask, MAX_NODE_SCORE * weight, dtype=np.int64)
+                else:
+                    np.add(total, MAX_NODE_SCORE * weight, out=total, where=s.mask)
+            elif total is None:
                 total = np.multiply(s, weight, dtype=np.int64)
             elif weight == 1:
                 total += s
