@@ -132,11 +132,14 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
     two = _TwoKept(arr.columns, arr.allocatable)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+        columns = two.of(task.pod)
+        # the column form costs less than the scalar reference's from two nodes on
+        by_row = 1 if columns is not None else BALANCED_ROW_BY_ROW
+
         def compute(rows: IntArray | None) -> IntArray:
-            if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
+            if rows is not None and len(rows) <= by_row:
                 return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
                                                    arr.used, arr.nonzero_requested, rows.tolist(), non_zero=False))
-            columns = two.of(task.pod)
             if columns is not None:
                 pod = columns.pod_request(task.pod)
                 if not any(pod):   # requests none of them: no score (balanced_allocation's None)
