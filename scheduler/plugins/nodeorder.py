@@ -320,6 +320,16 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
     return rows_of
 
 
+def _add_times(total: IntArray, scores: IntArray, weight: int) -> None:
+    """``total += scores * weight`` in int64, a weight of 1 or 2 as one or two additions (no product made)."""
+    if weight in (1, 2):
+        total += scores
+        if weight == 2:
+            total += scores
+    else:
+        total += scores * weight
+
+
 def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
     """The plugin's score: each summand times its weight, summed, times the plugin's weight, in int64 (a weight of
     1 multiplies nothing; the first product is the sum's start, not added to zeros; an :class:`OnMask` summand
@@ -337,11 +347,9 @@ def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: 
                 else:
                     np.add(total, MAX_NODE_SCORE * weight, out=total, where=s.mask)
             elif total is None:
-                total = np.multiply(s, weight, dtype=np.int64)
-            elif weight == 1:
-                total += s
+                total = np.array(s, dtype=np.int64) if weight == 1 else np.multiply(s, weight, dtype=np.int64)
             else:
-                total += s * weight
+                _add_times(total, s, weight)
         if total is None:
             return np.zeros(n, dtype=np.int64)
         if plugin_weight != 1:
