@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import is_
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -44,6 +44,9 @@ class SessionState:
     changed_jobs: set[str]
     # a superset of the jobs the previous claiming session had and this one has not (None: not known)
     gone_jobs: set[str] | None
+    # when every task and job was handed over untouched with this watch list: those touched since, as they are
+    # first touched (None: look at each task's flag)
+    watched: list[Any] | None
 
 
 class _PodEntry:
@@ -108,7 +111,7 @@ def build_state(snap: Snapshot, memo: SessionMemo, *, renewing: bool, scheduler_
     missing_queue = _missing_queues(jobs, queues)
     kept = builder.kept - missing_queue.keys()   # those were just given a fit error
     return SessionState(arrays, nodes, node_by_name, [n.name for n in nodes], _total_allocatable(memo, snap), queues,
-                        jobs, tasks, missing_queue, jobs.keys() - kept, None)
+                        jobs, tasks, missing_queue, jobs.keys() - kept, None, None)
 
 
 def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> SessionState:
@@ -118,7 +121,7 @@ def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> Se
     missing_queue = _missing_queues({k: jobs[k] for k in snap.podgroups if k in jobs}, queues)
     return SessionState(parts.arrays, parts.nodes, parts.node_by_name, parts.node_names,
                         _total_allocatable(memo, snap), queues, jobs, parts.tasks, missing_queue,
-                        parts.changed | missing_queue.keys(), parts.gone)
+                        parts.changed | missing_queue.keys(), parts.gone, parts.watch)
 
 
 def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:

@@ -497,7 +497,7 @@ class CarriedParts:
     """What a renewing session opens from, out of the carried state.  ``changed``: the jobs other than the groups
     of one carried as the previous claiming session had them, nothing set on them or their tasks since (those
     are ``SessionState.kept_jobs``); ``gone``: a superset of the jobs that session had and this one has not (None:
-    not known, nothing was carried)."""
+    not known, nothing was carried).  Every task and job is handed over untouched, with ``watch`` as its list."""
 
     arrays: NodeArrays
     nodes: list[NodeInfo]
@@ -507,6 +507,7 @@ class CarriedParts:
     tasks: dict[str, TaskInfo]
     changed: set[str]
     gone: set[str] | None
+    watch: list[Any]   # the carried objects touched since they were handed over (each joins it when first touched)
 
 
 def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> CarriedParts | None:
@@ -545,4 +546,4 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
     else:
         changed, gone = set(jobs), None
     return CarriedParts(arrays, list(state.nodes), dict(state.node_by_name), list(state.node_names), jobs, tasks,
-                        changed, gone)
+                        changed, gone, state.watch)

@@ -188,6 +188,9 @@ class Session:
         # unless renewing), and a superset of those it had and this one has not (None: not known)
         self.changed_jobs: set[str] = built.changed_jobs
         self.gone_jobs: set[str] | None = built.gone_jobs
+        # the tasks and jobs touched since the session was built, when it was opened from the carried state (every
+        # one handed over untouched joins this list when first touched); None: read each object's flag
+        self.watched: list[Any] | None = built.watched
         self._kept_jobs: set[str] | None = None
 
     @property

@@ -5,8 +5,8 @@ allocatable and existing-load rows — depends on that node's objects only: its 
 to it, and the session's time.  :class:`CarriedNodes` keeps it for every node, with the objects it came from, so
 the next session redoes only the nodes where one of them is another object: the pods the scheduler cache's change
 log names since (:class:`PodLog`; without one, the snapshot's pods compared as a set of ids), the node views and
-NodeMetrics compared position by position in C loops, and the nodes whose rows the new session time reads
-differently (vectorised).  A kept value is never changed: the next
+NodeMetrics compared position by position in C loops (the NodeMetrics not even looked up when the log names none),
+and the nodes whose rows the new session time reads differently (vectorised).  A kept value is never changed: the next
 session's values are new arrays and dicts, so a session still reading the old ones is not disturbed.
 
 When the pods' entries cannot be held one per key (a pod key on two nodes, or twice on one: a broken snapshot),
@@ -19,14 +19,14 @@ import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, is_not
+from operator import attrgetter, is_, is_not
 
 import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeMetricView, NodeView, PodView
 from common.reservation import RESERVATIONS_ANNOTATION
-from scheduler.framework.changes import ChangeLog
+from scheduler.framework.changes import ChangeLog, Changes
 
 from .args import LoadAwareArgs
 from .cache import AssignedPodCache, NodeEntries
@@ -80,6 +80,11 @@ class PodLog:
     by_key: Mapping[str, PodView]
 
 
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    """The very same objects, in the same order."""
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
 def _stale(kept: CarriedNodes, now: float) -> BoolArray:
     """Nodes whose kept rows a session at ``now`` reads differently: entries dated with the session's time count
     their estimate while the time is past ``recent``; rows made and read both past it (or at the same time, or
@@ -106,15 +111,18 @@ def _moved_by_ids(kept: CarriedNodes, before: Mapping[int, PodView], pods: Mappi
     return moved
 
 
-def _moved_by_log(kept: CarriedNodes, log: PodLog) -> set[int] | None:
-    """The nodes whose pods changed, from the pod keys the log names since the kept state's generation: the node
-    each such pod is bound to now and the node its kept entry was on (a pod without an entry added nothing to
-    its node's); None when the log does not reach back or is another cache's."""
+def _logged(kept: CarriedNodes, log: PodLog) -> Changes | None:
+    """What the log names since the kept state's generation; None when it does not reach back or is another
+    cache's."""
     if kept.log is None or kept.log.changes is not log.changes:
         return None
-    changes = log.changes.between(kept.log.generation, log.generation)
-    if changes is None:
-        return None
+    return log.changes.between(kept.log.generation, log.generation)
+
+
+def _moved_by_log(kept: CarriedNodes, log: PodLog, changes: Changes) -> set[int]:
+    """The nodes whose pods changed, from the pod keys the log names since the kept state's generation
+    (``changes``): the node each such pod is bound to now and the node its kept entry was on (a pod without an
+    entry added nothing to its node's)."""
     moved: set[int] = set()
     index, node_of, by_key = kept.index, kept.node_of, log.by_key
     for key in changes.get("Pod", {}):
@@ -278,12 +286,18 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
     the pods bound to node ``i`` as the session counts them, asked only for the nodes whose pods changed, which
     ``log`` names when the state follows it, else a comparison of every pod object finds.  None (and nothing
     kept) when the state cannot be carried (see the module's docstring)."""
-    names = tuple(map(_NAME, views))
-    on_node = tuple(map(metrics.get, names))
     kept = memo.carried_nodes
+    # the very node views of the kept state have its names (compared by identity: no view is read)
+    names = kept.names if kept is not None and _same(views, kept.views) else tuple(map(_NAME, views))
     if kept is not None and kept.names != names:
         kept = None
-    moved = None if kept is None or log is None else _moved_by_log(kept, log)
+    changes = None if kept is None or log is None else _logged(kept, log)
+    moved = None if kept is None or log is None or changes is None else _moved_by_log(kept, log, changes)
+    on_node: Sequence[NodeMetricView | None]
+    if kept is not None and changes is not None and "NodeMetric" not in changes:
+        on_node = kept.metrics   # no NodeMetric changed since (the log names every one): each node's is kept
+    else:
+        on_node = tuple(map(metrics.get, names))
     # the pods by id, to compare the next session's with, when no log is followed
     by_id = None if moved is not None or log is not None else dict(zip(map(id, pods), pods, strict=True))
     if moved is None and kept is not None and kept.pods is not None and by_id is not None:

@@ -165,19 +165,26 @@ class _Carried:
 
     def moved(self, seeds: dict[str, _NodeSeed], names: Iterable[str] | None = None) -> _Carried:
         """The carried state of ``seeds``: the pods of a seed no longer kept leave the tallies, those of a new one
-        enter them (``names``: the only nodes whose seed may differ, when known)."""
+        enter them (``names``: the only nodes whose seed may differ, when known).  Each group's count on a node
+        moves once, by the difference of the old and new seeds: a pod seeded again where it was moves nothing, and
+        no count is deleted at zero to be added again (a map with deleted entries is copied entry by entry)."""
         out = _Carried(seeds, dict(self.tallies))
         before = self.seeds
+        net: dict[tuple[GroupKey, int, bool], tuple[int, Placed]] = {}   # -> the move, and one such placement
         for name in before.keys() | seeds.keys() if names is None else names:
             old, new = before.get(name), seeds.get(name)
             if old is new:
                 continue
-            if old is not None:
-                for _, p in old.placed:
-                    out._add(p, -1)
-            if new is not None:
-                for _, p in new.placed:
-                    out._add(p, 1)
+            for seed, delta in ((old, -1), (new, 1)):
+                if seed is None:
+                    continue
+                for _, p in seed.placed:
+                    key = (p.group, p.node, p.terminating)
+                    got = net.get(key)
+                    net[key] = (delta, p) if got is None else (got[0] + delta, got[1])
+        for delta, p in net.values():
+            if delta:
+                out._add(p, delta)
         out._fresh = set()
         return out
 
@@ -236,7 +243,7 @@ def _moved_nodes(ssn: Session, totals: _Totals | None) -> set[str] | None:
         return None
     if ssn.node_names != totals.names:
         return None
-    if any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True))):
+    if _tasks_touched(ssn):
         return None
     moved = set(totals.unseeded)
     where, by_key = totals.where, snap.pod_by_key
@@ -260,6 +267,15 @@ def _node_rows(ssn: Session) -> Mapping[str, int]:
     rows = {name: i for i, name in enumerate(names)}
     ssn.memo.set_value(_ROWS_KEY, (list(names), rows))
     return rows
+
+
+def _tasks_touched(ssn: Session) -> bool:
+    """Whether a task may have changed since the session build made it: one on the list of the objects touched
+    since (a few, read without looking at every task), or, without that list, one whose flag says so."""
+    watched = ssn.watched
+    if watched is None:
+        return any(map(getattr, ssn.tasks.values(), repeat("_touched"), repeat(True)))
+    return any(isinstance(obj, TaskInfo) for obj in watched)
 
 
 def _required_pairs(matcher: Matcher) -> list[tuple[str, str]] | None:

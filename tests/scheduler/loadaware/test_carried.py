@@ -91,7 +91,8 @@ class _World:
         self.metrics = {f"n{i}": _metric(i, 0) for i in range(NODES)}
         self.pods: dict[int, PodView] = {j: _pod(j, j % NODES, 0, j % 2 == 0, "Running") for j in range(6)}
         self.now = 1000.0
-        # as a scheduler cache notes them; a short log, so that it sometimes no longer reaches back
+        # as a scheduler cache notes them (every kind, by key); a short log, so that it sometimes no longer reaches
+        # back
         self.changes = ChangeLog(limit=6)
 
     def apply(self, kind: str, which: int, version: int) -> None:
@@ -106,16 +107,21 @@ class _World:
             self.changes = ChangeLog(limit=6)
         elif kind == "metric":
             self.metrics[f"n{which % NODES}"] = _metric(which % NODES, version)
+            self.changes.note("NodeMetric", f"n{which % NODES}")
         elif kind == "nometric":
-            self.metrics.pop(f"n{which % NODES}", None)
+            if self.metrics.pop(f"n{which % NODES}", None) is not None:
+                self.changes.note("NodeMetric", f"n{which % NODES}", removed=True)
         elif kind == "report":   # every node reports at once (as each minute in the simulator); some have none
             for i in range(NODES):
                 if (i + which) % 5 == 4:
-                    self.metrics.pop(f"n{i}", None)
+                    if self.metrics.pop(f"n{i}", None) is not None:
+                        self.changes.note("NodeMetric", f"n{i}", removed=True)
                 else:
                     self.metrics[f"n{i}"] = _metric(i, version + i)
+                    self.changes.note("NodeMetric", f"n{i}")
         elif kind == "node":
             self.nodes[which % NODES] = _node(which % NODES, version)
+            self.changes.note("Node", f"n{which % NODES}")
         else:
             self.now += (0, 1, 1, 30, 61, 100, 250)[version % 7]
 

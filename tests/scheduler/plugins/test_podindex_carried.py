@@ -15,9 +15,10 @@ from common.cluster.memory import MemoryCluster
 from common.selectors import LabelSelector
 from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
+from scheduler.framework.api import TaskStatus
 from scheduler.framework.session import Session
 from scheduler.plugins.podtopologyspread import Matcher, PodIndex
-from tests.scheduler.factories import T0, RecordingSink, node, pod, podgroup, queue
+from tests.scheduler.factories import T0, RecordingSink, conf, node, pod, podgroup, queue
 
 NODES = [f"n{i}" for i in range(4)]
 PODS = [f"p{j}" for j in range(5)]
@@ -159,6 +160,28 @@ def test_a_node_replaced_by_another_moves_the_rows_after_it() -> None:
         for event in events:
             _apply(event, cluster, sched)
         _check(cluster, clock, sched, events[-1])
+
+
+def test_a_task_changed_before_the_index_opens_is_seen() -> None:
+    """A session that changes a task before anything asks for the pod index (no plugin of this conf does at open)
+    seeds the index from the tasks as they are, not from what the previous session carried."""
+    cluster, clock, sched = _started()
+    for event in [("pod", "p0", "n0", "web", "plain"), ("pod", "p1", "n1", "web", "plain"), ("session",)]:
+        _apply(event, cluster, sched)
+    _kept_state(sched)   # a session that opens the index, whose totals are carried
+    quiet = conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: priority\n')
+
+    def released_p0(renew: bool) -> tuple[Any, ...]:
+        ssn = Session(sched.cache.snapshot(), quiet, clock=clock, sink=RecordingSink(), memo=sched.memo if renew
+                      else None, renew=renew)
+        try:
+            ssn.set_status(next(t for t in ssn.tasks.values() if t.name == "p0"), TaskStatus.RELEASING)
+            return _state(ssn)
+        finally:
+            if renew:
+                sched.memo.release(ssn)
+                ssn.release()
+    assert released_p0(True) == released_p0(False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
