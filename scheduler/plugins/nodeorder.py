@@ -132,11 +132,14 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
     two = _TwoKept(arr.columns, arr.allocatable)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+        columns = two.of(task.pod)
+        # the column form costs less than the scalar reference's from two nodes on
+        by_row = 1 if columns is not None else BALANCED_ROW_BY_ROW
+
         def compute(rows: IntArray | None) -> IntArray:
-            if rows is not None and len(rows) <= BALANCED_ROW_BY_ROW:
+            if rows is not None and len(rows) <= by_row:
                 return _balanced_rows(scoring_rows(BALANCED_RESOURCES, task.pod, arr.columns, arr.allocatable,
                                                    arr.used, arr.nonzero_requested, rows.tolist(), non_zero=False))
-            columns = two.of(task.pod)
             if columns is not None:
                 pod = columns.pod_request(task.pod)
                 if not any(pod):   # requests none of them: no score (balanced_allocation's None)
@@ -196,8 +199,18 @@ def _balanced_rows(rows: RowInputs) -> IntArray:
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
 
 
+class OnMask:
+    """A summand's scores when they are MAX_NODE_SCORE on the nodes of ``mask`` and 0 elsewhere: the weighted sum
+    adds the weighted maximum where the mask holds, in one pass, instead of making the scores and their product."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, mask: npt.NDArray[np.bool_]) -> None:
+        self.mask = mask
+
+
 # what a scorer adds to nodeorder's sum for a pod: its scores, or None when they are 0 on every node
-Summand = Callable[[TaskInfo], IntArray | None]
+Summand = Callable[[TaskInfo], IntArray | OnMask | None]
 # a summand's scores on some nodes for a pod (``runs.RowsOf``): None unless each node's score depends on that node
 # alone while only pods like it are placed, and not on which nodes are scored
 PartRows = Callable[[TaskInfo], RowFn | None]
@@ -235,11 +248,8 @@ def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
             got = untainted[key] = not taint_counts(check.groups, task.pod.tolerations).any()
         return got
 
-    def summand(task: TaskInfo) -> IntArray | None:
-        if not clear(task):
-            return check.score(task)
-        out: IntArray = ssn.scoring_mask() * MAX_NODE_SCORE
-        return out
+    def summand(task: TaskInfo) -> IntArray | OnMask | None:
+        return OnMask(ssn.scoring_mask()) if clear(task) else check.score(task)
     return check.score, summand, lambda task: _full if clear(task) else None
 
 
@@ -310,9 +320,20 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
     return rows_of
 
 
+def _add_times(total: IntArray, scores: IntArray, weight: int) -> None:
+    """``total += scores * weight`` in int64, a weight of 1 or 2 as one or two additions (no product made)."""
+    if weight in (1, 2):
+        total += scores
+        if weight == 2:
+            total += scores
+    else:
+        total += scores * weight
+
+
 def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
     """The plugin's score: each summand times its weight, summed, times the plugin's weight, in int64 (a weight of
-    1 multiplies nothing; the first product is the sum's start, not added to zeros)."""
+    1 multiplies nothing; the first product is the sum's start, not added to zeros; an :class:`OnMask` summand
+    adds its weighted maximum where its mask holds)."""
 
     def score(task: TaskInfo) -> IntArray:
         total: IntArray | None = None
@@ -320,12 +341,15 @@ def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: 
             s = summand(task)
             if s is None:
                 continue
-            if total is None:
-                total = np.multiply(s, weight, dtype=np.int64)
-            elif weight == 1:
-                total += s
+            if isinstance(s, OnMask):
+                if total is None:
+                    total = np.multiply(s.mask, MAX_NODE_SCORE * weight, dtype=np.int64)
+                else:
+                    np.add(total, MAX_NODE_SCORE * weight, out=total, where=s.mask)
+            elif total is None:
+                total = np.array(s, dtype=np.int64) if weight == 1 else np.multiply(s, weight, dtype=np.int64)
             else:
-                total += s * weight
+                _add_times(total, s, weight)
         if total is None:
             return np.zeros(n, dtype=np.int64)
         if plugin_weight != 1:

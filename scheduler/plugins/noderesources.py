@@ -77,12 +77,16 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
                else None)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
+        lean = columns is not None and columns.usable and columns.active(task.pod)
+        # the column form costs less than the scalar reference's from two nodes on
+        by_row = 1 if lean else ROW_BY_ROW
+
         def compute(rows: IntArray | None) -> IntArray:
-            if ref is not None and rows is not None and len(rows) <= ROW_BY_ROW:
+            if ref is not None and rows is not None and len(rows) <= by_row:
                 return _scored_rows(ref, scoring_rows(strategy.names, task.pod, arr.columns, arr.allocatable,
                                                       arr.used, arr.nonzero_requested, rows.tolist(), non_zero=True),
                                     weights)
-            if columns is not None and columns.usable and columns.active(task.pod):
+            if lean and columns is not None:
                 alloc_cols, req_cols = columns.read(arr.allocatable, arr.used, arr.nonzero_requested, rows)
                 return allocated_columns(strategy.type, alloc_cols, req_cols, columns.pod_request(task.pod), weights)
             sel = slice(None) if rows is None else rows

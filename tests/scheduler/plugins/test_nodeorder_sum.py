@@ -27,16 +27,19 @@ POD_ANTI = {"preferredDuringSchedulingIgnoredDuringExecution": [
 WEIGHTS = {"leastrequested.weight": 1, "balancedresource.weight": 2, "nodeaffinity.weight": 2,
            "tainttoleration.weight": 3, "imagelocality.weight": 1, "podaffinity.weight": 2,
            "podtopologyspread.weight": 2}
+# without the resource scorers, taint toleration's is the sum's first whenever the pod has no affinity terms
+NO_RESOURCES = {**WEIGHTS, "leastrequested.weight": 0, "balancedresource.weight": 0}
 
 
 @settings(max_examples=40, deadline=None)
 @given(node_taints=st.lists(st.lists(st.sampled_from(TAINTS), max_size=2, unique_by=lambda t: t["key"]),
                             min_size=2, max_size=6),
        tolerations=st.lists(st.sampled_from(TOLERATIONS), max_size=2), preferred=st.booleans(),
-       plugin_weight=st.sampled_from([1, 2]), own_terms=st.booleans(), placed_terms=st.booleans(), data=st.data())
+       plugin_weight=st.sampled_from([1, 2]), own_terms=st.booleans(), placed_terms=st.booleans(),
+       weights=st.sampled_from([WEIGHTS, NO_RESOURCES]), data=st.data())
 def test_sum_equals_every_weighted_scorer(node_taints: list[list[dict[str, str]]], tolerations: list[dict[str, Any]],
                                           preferred: bool, plugin_weight: int, own_terms: bool, placed_terms: bool,
-                                          data: st.DataObject) -> None:
+                                          weights: dict[str, int], data: st.DataObject) -> None:
     nodes = [node(f"n{i}", labels={"zone": f"z{i % 2}"}, taints=t) for i, t in enumerate(node_taints)]
     spec: dict[str, Any] = {"tolerations": tolerations}
     affinity: dict[str, Any] = {}
@@ -49,7 +52,7 @@ def test_sum_equals_every_weighted_scorer(node_taints: list[list[dict[str, str]]
     placed = [pod("q", node_name="n0", labels={"app": "a"},
                   extra_spec={"affinity": {"podAffinity": POD_ANTI}} if placed_terms else None)]
     ssn, _ = session([*nodes, *placed, pod("p", labels={"app": "a"}, extra_spec=spec)],
-                     conf(("nodeorder", WEIGHTS, plugin_weight)))
+                     conf(("nodeorder", weights, plugin_weight)))
     task = ssn.tasks["uid-default-p"]
     score = dict(ssn.enabled("vector_score"))["nodeorder"]
     plugin = ssn.plugins["nodeorder"]
@@ -60,3 +63,17 @@ def test_sum_equals_every_weighted_scorer(node_taints: list[list[dict[str, str]]
         expected = np.sum([scorer(task) * weight for _, weight, scorer in plugin.parts], axis=0) * plugin_weight
         assert score(task).tolist() == expected.tolist()
     ssn.score_mask = None
+
+
+def test_a_taint_score_read_off_the_mask_can_start_the_sum() -> None:
+    """Taint toleration alone (tolerations leaving no PreferNoSchedule taint untolerated): its weighted maximum on
+    the nodes scored, 0 elsewhere, as the first and only summand."""
+    only = {key: 0 for key in WEIGHTS} | {"tainttoleration.weight": 3}
+    nodes = [node(f"n{i}", taints=[TAINTS[2]] if i % 2 else []) for i in range(4)]
+    ssn, _ = session([*nodes, pod("p")], conf(("nodeorder", only, 2)))
+    task = ssn.tasks["uid-default-p"]
+    score = dict(ssn.enabled("vector_score"))["nodeorder"]
+    ssn.score_mask = np.array([True, False, True, True])
+    assert score(task).tolist() == [600, 0, 600, 600]
+    ssn.score_mask = None
+    assert score(task).tolist() == [600] * 4
