@@ -25,7 +25,6 @@ import numpy as np
 import numpy.typing as npt
 
 from common.objects import NodeView, PodView
-from common.resources import is_scalar_resource
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
@@ -36,7 +35,13 @@ from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
 from scheduler.scoring.balanced import balance_ref, balance_two_columns, balanced_allocation
 from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
-from scheduler.scoring.resource_fit import LEAST_ALLOCATED, MAX_NODE_SCORE, MOST_ALLOCATED, ScoringStrategy
+from scheduler.scoring.resource_fit import (
+    LEAST_ALLOCATED,
+    MAX_NODE_SCORE,
+    MOST_ALLOCATED,
+    ScoringStrategy,
+    counts_for,
+)
 
 from .interpodaffinity import InterPodAffinityCheck, PodTerms
 from .nodeaffinity import AffinityCheck
@@ -182,7 +187,7 @@ class _TwoKept:
         self._by_names: dict[tuple[str, ...], ColumnInputs | None] = {}
 
     def of(self, pod: PodView) -> ColumnInputs | None:
-        names = tuple(r for r in BALANCED_RESOURCES if not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0))
+        names = tuple(r for r in BALANCED_RESOURCES if counts_for(r, pod.requests))
         if names not in self._by_names:
             inputs = ColumnInputs(names, self.columns, self.allocatable, non_zero=False)
             self._by_names[names] = inputs if len(names) == 2 and inputs.usable else None

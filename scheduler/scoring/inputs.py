@@ -13,12 +13,24 @@ import numpy.typing as npt
 from common.objects import PodView
 from common.resources import CPU, MEMORY, is_scalar_resource
 
-from .resource_fit import active_resources
+from .resource_fit import active_resources, counts_for
 
-__all__ = ["ColumnInputs", "scoring_inputs", "scoring_rows", "PodRows", "RowInputs", "row_lists"]
+__all__ = ["ColumnInputs", "scoring_inputs", "scoring_rows", "PodRows", "RowInputs", "request_columns", "row_lists"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+# the columns of the non-zero requested amounts ([n, 2]: cpu, memory)
+_NONZERO_COLUMN = {CPU: 0, MEMORY: 1}
+
+
+def request_columns(names: Sequence[str], columns: Sequence[str],
+                    non_zero: bool) -> tuple[list[int | None], list[int | None]]:
+    """Per configured name: its column of the node arrays (None: the arrays lack it), and its column of the non-zero
+    requested amounts when those count instead of the used ones (None: they do not)."""
+    col = {c: j for j, c in enumerate(columns)}
+    return [col.get(r) for r in names], [_NONZERO_COLUMN.get(r) if non_zero else None for r in names]
 
 
 def scoring_inputs(
@@ -37,16 +49,16 @@ def scoring_inputs(
     A name the node arrays lack gives allocatable 0 (and is then skipped by the scorers).
     """
     n = allocatable.shape[0]
-    col = {c: j for j, c in enumerate(columns)}
     pod_req = pod.nonzero_requests if non_zero else pod.requests
     alloc = np.zeros((n, len(names)), dtype=np.int64)
     node_req = np.zeros((n, len(names)), dtype=np.int64)
-    for k, r in enumerate(names):
-        if r in col:
-            alloc[:, k] = allocatable[:, col[r]]
-            node_req[:, k] = requested[:, col[r]]
-        if non_zero and r in (CPU, MEMORY):
-            node_req[:, k] = nonzero_requested[:, 0 if r == CPU else 1]
+    where, nonzero_at = request_columns(names, columns, non_zero)
+    for k, (j, z) in enumerate(zip(where, nonzero_at, strict=True)):
+        if j is not None:
+            alloc[:, k] = allocatable[:, j]
+            node_req[:, k] = requested[:, j]
+        if z is not None:
+            node_req[:, k] = nonzero_requested[:, z]
     pod_vec = np.array([pod_req.get(r, 0) for r in names], dtype=np.int64)
     return alloc, node_req, pod_vec, active_resources(names, pod.requests)
 
@@ -82,16 +94,12 @@ class PodRows:
     __slots__ = ("where", "nonzero_at", "reads_used", "reads_nonzero", "pod_request", "active", "_plan")
 
     def __init__(self, names: Sequence[str], pod: PodView, columns: Sequence[str], *, non_zero: bool) -> None:
-        col = {c: j for j, c in enumerate(columns)}
-        # per name: its column of the node arrays (None: the arrays lack it), and its column of the non-zero
-        # requested amounts when those count instead
-        self.where = [col.get(r) for r in names]
-        self.nonzero_at = [(0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else None for r in names]
+        self.where, self.nonzero_at = request_columns(names, columns, non_zero)
         self.reads_used = any(z is None and j is not None for j, z in zip(self.where, self.nonzero_at, strict=True))
         self.reads_nonzero = any(z is not None for z in self.nonzero_at)
         pod_req = pod.nonzero_requests if non_zero else pod.requests
         self.pod_request = [pod_req.get(r, 0) for r in names]
-        self.active = [not (is_scalar_resource(r) and pod.requests.get(r, 0) == 0) for r in names]
+        self.active = [counts_for(r, pod.requests) for r in names]
         # the names that count and have a column (a name without one has allocatable 0): (name index, column,
         # non-zero column or None, the pod's request)
         self._plan = [(k, j, z, p) for k, (j, z, p, on) in enumerate(
@@ -151,23 +159,22 @@ class ColumnInputs:
 
     def __init__(self, names: Sequence[str], columns: Sequence[str], allocatable: IntArray, *,
                  non_zero: bool) -> None:
-        col = {c: j for j, c in enumerate(columns)}
         self.names = tuple(names)
         self.non_zero = non_zero
-        at = [col.get(r) for r in names]
+        at, nonzero_at = request_columns(names, columns, non_zero)
         self.usable = all(j is not None for j in at) and bool((allocatable[:, [j for j in at if j is not None]]
                                                                > 0).all())
         self._alloc_at = [0 if j is None else j for j in at]
         # per name: (reads the non-zero requests, index in that matrix or in the used one)
-        self._req_at = [(True, 0 if r == CPU else 1) if non_zero and r in (CPU, MEMORY) else (False, a)
-                        for r, a in zip(names, self._alloc_at, strict=True)]
+        self._req_at = [(True, z) if z is not None else (False, a)
+                        for z, a in zip(nonzero_at, self._alloc_at, strict=True)]
         self._reads_used = any(not nz for nz, _ in self._req_at)
         self._reads_nonzero = any(nz for nz, _ in self._req_at)
         self._scalars = [r for r in names if is_scalar_resource(r)]
 
     def active(self, pod: PodView) -> bool:
         """Whether every configured resource counts for ``pod`` (it requests every scalar one among them)."""
-        return all(pod.requests.get(r, 0) != 0 for r in self._scalars)
+        return all(counts_for(r, pod.requests) for r in self._scalars)
 
     def pod_request(self, pod: PodView) -> list[int]:
         req = pod.nonzero_requests if self.non_zero else pod.requests

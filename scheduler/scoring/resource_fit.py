@@ -35,6 +35,7 @@ __all__ = [
     "requested_to_capacity_ratio",
     "score_strategy",
     "allocated_columns",
+    "counts_for",
     "least_allocated_ref",
     "most_allocated_ref",
     "rtcr_ref",
@@ -146,9 +147,14 @@ def parse_scoring_strategy(raw: Any, *, source: str = "", field: str = "scoringS
     return ScoringStrategy(kind, resources, shape)
 
 
+def counts_for(name: str, pod_request: Mapping[str, int]) -> bool:
+    """Whether a configured resource counts in a pod's score: not when it is a scalar the pod requests none of."""
+    return not (is_scalar_resource(name) and pod_request.get(name, 0) == 0)
+
+
 def active_resources(names: Sequence[str], pod_request: Mapping[str, int]) -> BoolArray:
-    """Per configured resource: False for a scalar the pod requests none of."""
-    return np.array([not (is_scalar_resource(n) and pod_request.get(n, 0) == 0) for n in names], dtype=np.bool_)
+    """Per configured resource: False for a scalar the pod requests none of (:func:`counts_for`)."""
+    return np.array([counts_for(n, pod_request) for n in names], dtype=np.bool_)
 
 
 def _kept(allocatable: IntArray, active: BoolArray) -> BoolArray:
