@@ -237,19 +237,22 @@ def _full(at: list[int]) -> list[int]:
 
 def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """NodeAffinity's scorer, and its summand: nothing for a pod without preferred terms (no node scores above 0,
-    and the normalised scores are then 0 on every node); a pod with preferred terms is normalised: no rows."""
+    and the normalised scores are then 0 on every node); a pod with preferred terms is normalised: made anew per
+    pod (its rows are 0)."""
     check = AffinityCheck(ssn)
+    rest = SplitRows(_zeros, check.score)
 
     def summand(task: TaskInfo) -> IntArray | None:
         return check.score(task) if check.raw_score(task.pod).any() else None
-    return check.score, summand, lambda task: None if check.raw_score(task.pod).any() else _zeros
+    return check.score, summand, lambda task: rest if check.raw_score(task.pod).any() else _zeros
 
 
 def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """TaintToleration's scorer, and its summand: for tolerations that leave no PreferNoSchedule taint of any node
     untolerated, the normalised score is 100 on every node scored and 0 elsewhere, read off the mask; the answer
-    is kept per toleration set for the session."""
+    is kept per toleration set for the session.  Other tolerations' normalised scores are made anew per pod."""
     check = TaintCheck(ssn)
+    rest = SplitRows(_zeros, check.score)
     untainted: dict[str, bool] = {}
 
     def clear(task: TaskInfo) -> bool:
@@ -261,7 +264,7 @@ def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 
     def summand(task: TaskInfo) -> IntArray | OnMask | None:
         return OnMask(ssn.scoring_mask()) if clear(task) else check.score(task)
-    return check.score, summand, lambda task: _full if clear(task) else None
+    return check.score, summand, lambda task: _full if clear(task) else rest
 
 
 def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
