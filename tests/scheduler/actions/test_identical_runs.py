@@ -84,7 +84,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
     kinds: list[Kind] = []
     for r in range(draw(st.integers(1, 5))):
         kinds.append(_variant(draw, kinds[-1], r) if len(kinds) > 0 and draw(st.booleans()) else _kind(draw, r))
-    order = draw(st.lists(st.integers(0, len(kinds) - 1), min_size=1, max_size=24))
+    order = draw(st.lists(st.integers(0, len(kinds) - 1), min_size=6, max_size=30))
     groups: dict[str, int] = {}
     for j, k in enumerate(order):
         cpu, memory, group, extra = kinds[k]
@@ -212,3 +212,78 @@ def test_a_runs_view_equals_every_node_evaluated_afresh(objects: list[dict[str, 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(SignatureRuns, "pick", checking)
         _run(objects, conf_text, identical_runs=True)
+
+
+DEDICATED = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+ANTI_WEB = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+
+
+def _two_big_two_small(**big: Any) -> list[dict[str, Any]]:
+    return [node("n0", cpu="8", **big), node("n1", cpu="8", **big), node("n2", cpu="2"), node("n3", cpu="2")]
+
+
+# pairs of pod kinds that differ only in what one plugin reads, on clusters where the first kind goes to a big node
+# and the second may not (or, scored, should not): (conf, nodes and running pods, first kind, second kind)
+ALIKE_BUT: dict[str, tuple[str, list[dict[str, Any]], dict[str, Any], dict[str, Any]]] = {
+    "node selector": (DEFAULT_CONF_YAML, [
+        node("n0", cpu="8", labels={"disk": "ssd"}), node("n1", cpu="8", labels={"disk": "ssd"}),
+        node("n2", cpu="2", labels={"disk": "hdd"}), node("n3", cpu="2", labels={"disk": "hdd"})],
+        {}, {"extra_spec": {"nodeSelector": {"disk": "hdd"}}}),
+    "tolerations": (DEFAULT_CONF_YAML, _two_big_two_small(taints=[DEDICATED]),
+                    {"extra_spec": {"tolerations": [{"key": "dedicated", "operator": "Exists"}]}}, {}),
+    # labels a placed pod's anti-affinity selects (the inter-pod affinity filter reads them)
+    "labels an anti-affinity term selects": (LOADAWARE_CONF, [
+        *_two_big_two_small(), pod("guard-0", cpu="10m", node_name="n0", extra_spec={"affinity": ANTI_WEB}),
+        pod("guard-1", cpu="10m", node_name="n1", extra_spec={"affinity": ANTI_WEB})],
+        {"labels": {"app": "db"}}, {"labels": {"app": "web"}}),
+    # labels the default spreading selects by: the web pods on the big nodes push the next one off them
+    "labels the default spreading reads": (DEFAULT_CONF_YAML, [
+        *_two_big_two_small(), *(pod(f"web-{i}", cpu="10m", memory="16Mi", node_name=f"n{i % 2}",
+                                     labels={"app": "web"}) for i in range(6))],
+        {}, {"labels": {"app": "web"}}),
+}
+
+
+@pytest.mark.parametrize("case", list(ALIKE_BUT))
+def test_pods_differing_in_what_a_plugin_reads_do_not_share_a_kept_state(case: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pods of two kinds taking turns, every one answered by the runs, are placed as when evaluated alone: the
+    second kind on the small nodes, though the first kind's kept state (which has some on big nodes) would take it
+    to a big one.  (Each case
+    fails when the signature leaves out what it varies: the spec, the predicates' or nodeorder's key.)"""
+    conf_text, objects, first, second = ALIKE_BUT[case]
+    pods = [pod(f"p{j:02d}", cpu="100m", memory="128Mi", created=T0 + j, **(first if j % 2 == 0 else second))
+            for j in range(6)]
+    alone_binds, _, _ = _run(objects + pods, conf_text, identical_runs=False)
+    answered: list[str] = []
+    pick = SignatureRuns.pick
+
+    def counted(run: SignatureRuns, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
+        got = pick(run, task)
+        if got is not None:
+            answered.append(task.key)
+        return got
+    monkeypatch.setattr(SignatureRuns, "pick", counted)
+    binds, _, _ = _run(objects + pods, conf_text, identical_runs=True)
+    assert len(answered) == len(binds) == 6
+    assert binds == alone_binds
+    assert {n for name, n in binds if int(name[-2:]) % 2 == 0} & {"n0", "n1"}
+    assert {n for name, n in binds if int(name[-2:]) % 2} <= {"n2", "n3"}
+
+
+def test_a_label_only_the_load_aware_plugin_reads_parts_signatures() -> None:
+    """The priority class a label sets is read by the load-aware filter and score alone: pods differing in it have
+    different signatures, pods differing in a label no plugin reads (nor the default spreading, absent here)
+    the same."""
+    objects = [node("n0"), *(pod(f"p{j}", labels=labels) for j, labels in enumerate(
+        [{}, {"tier": "a"}, {"koordinator.sh/priority-class": "koord-batch"}]))]
+    ssn = Session(Snapshot.from_objects(objects), conf(LOADAWARE_CONF), clock=FakeClock(T0 + 60), sink=RecordingSink())
+    run = SignatureRuns(ssn)
+    keys = run._declaring_keys()
+    assert keys is not None
+    tasks = {t.name: t for job in ssn.jobs.values() for t in job.tasks.values()}
+    plain, other_label, batch = (signature(tasks[f"p{j}"], keys) for j in range(3))
+    assert plain == other_label
+    assert plain != batch
+    ssn.close()
