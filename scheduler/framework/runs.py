@@ -23,6 +23,7 @@ its status but for its conditions, and what each declaring plugin says its rows 
 from __future__ import annotations
 
 import bisect
+import marshal
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -120,12 +121,21 @@ def same_pod(a: PodView, b: PodView) -> bool:
             and _alike(ra.get("status"), rb.get("status"), _CONDITIONS))
 
 
-def _base(pod: PodView) -> tuple[str, str, str]:
-    """The pod's spec, metadata but for identity, creation time and labels, and status but for its conditions, as
-    text: equal texts are equal parsed JSON (a difference in key order only makes two signatures of one)."""
+def _items(raw: Any, keys: frozenset[str]) -> list[tuple[str, Any]]:
+    return [(k, v) for k, v in raw.items() if k not in keys] if isinstance(raw, Mapping) else []
+
+
+def _base(pod: PodView) -> bytes | str:
+    """The pod's spec, metadata but for identity, creation time and labels, and status but for its conditions,
+    serialised: equal serialisations are equal values (a difference in key order only makes two signatures of one).
+    ``marshal``'s format 2 writes values without back-references, so equal values written in the same order give
+    the same bytes; what it cannot write (no parsed JSON) is written as text."""
     raw = pod.raw
-    return (repr(raw.get("spec")), repr(_without(raw.get("metadata"), _UNKEYED)),
-            repr(_without(raw.get("status"), _CONDITIONS)))
+    parts = (raw.get("spec"), _items(raw.get("metadata"), _UNKEYED), _items(raw.get("status"), _CONDITIONS))
+    try:
+        return marshal.dumps(parts, 2)
+    except ValueError:
+        return repr(parts)
 
 
 def _labels(task: TaskInfo) -> Hashable:
@@ -159,6 +169,9 @@ class _Kept:
     now_count: int
     seen: int   # how much of the arrays' change log the vectors have taken in
     best: _Best | None = None   # the highest totals among the nodes of ``now`` or of ``feasible``
+    # the seeding pod's totals with the parts made anew over every node (what its choice reads if every node is a
+    # candidate), until that choice
+    seeded: FloatArray | None = None
 
     def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
         """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
@@ -281,12 +294,14 @@ class SignatureRuns:
         return kept.arrays is arrays and len(arrays.changes) - kept.seen <= RESEED_FRACTION * len(arrays)
 
     def _declaring_keys(self) -> list[RowsKey | None] | None:
-        """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order; None when
-        the session does not allow runs."""
+        """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order, each
+        distinct key once; None when the session does not allow runs."""
         if self._keys is None and self._usable():
             fns = self.ssn.fns
-            self._keys = [fns[f"{kind}_rows_key"].get(plugin) for kind in ("vector_predicate", "vector_score")
-                          for plugin, _ in self.ssn.enabled(kind)]
+            keys = [fns[f"{kind}_rows_key"].get(plugin) for kind in ("vector_predicate", "vector_score")
+                    for plugin, _ in self.ssn.enabled(kind)]
+            # a plugin's filter and score may share one key: asked once (None once: the labels)
+            self._keys = list({id(key): key for key in keys}.values())
         return self._keys
 
     def _usable(self) -> bool:
@@ -321,18 +336,21 @@ class SignatureRuns:
         ev = evaluate_nodes(ssn, task, mode="allocate")
         # each declared score is the same on a node whichever nodes are scored: score them all once, and take away
         # the parts made anew per pod (integers: the difference is exact)
-        total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        seeded = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        total = seeded.copy() if rests else seeded
         for rest in rests:
             total -= rest(task)
         now = ev.feasible & ev.fits_idle
         return _Kept(ssn.arrays, task.vector, fit_needs(ssn.arrays, task.vector), plain, scores, rests,
                      ev.feasible.copy(), ev.fits_idle.copy(), ev.fits_future.copy(), total, now,
-                     int(np.count_nonzero(ev.feasible)), int(np.count_nonzero(now)), len(ssn.arrays.changes))
+                     int(np.count_nonzero(ev.feasible)), int(np.count_nonzero(now)), len(ssn.arrays.changes),
+                     seeded=seeded if rests else None)
 
     @staticmethod
     def _catch_up(kept: _Kept) -> None:
         """Recompute the nodes changed since the signature's last pod (the placements made since): in Python values
         for a few, each plugin's vector form on the changed nodes past that (the same values)."""
+        kept.seeded = None   # a later pod's choice: the parts made anew are its own
         log = kept.arrays.changes
         if kept.seen == len(log):
             return
@@ -388,13 +406,20 @@ class SignatureRuns:
             if best is None or best.of_now != of_now:
                 best = kept.best = _Best(of_now)
             return best.nodes(kept)
-        ssn = self.ssn
-        total = kept.total.copy()
-        ssn.score_mask = mask
-        try:
-            for rest in kept.rests:
-                total += rest(task)
-        finally:
-            ssn.score_mask = None
+        total, kept.seeded = kept.seeded, None
+        if total is None or count < len(mask):
+            total = self._with_rests(kept, task, mask)
         out: list[int] = _top(total, mask, count).tolist()
         return out
+
+    def _with_rests(self, kept: _Kept, task: TaskInfo, mask: BoolArray) -> FloatArray:
+        """The kept totals plus the parts made anew for ``task``, normalised over the candidates ``mask``."""
+        ssn = self.ssn
+        ssn.score_mask = mask
+        try:
+            total: FloatArray | None = None
+            for rest in kept.rests:
+                total = kept.total + rest(task) if total is None else total + rest(task)
+        finally:
+            ssn.score_mask = None
+        return kept.total.copy() if total is None else total

@@ -330,11 +330,11 @@ def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) ->
     part that is 0 or 100 on every node is added as a constant, not asked."""
 
     def rows_of(task: TaskInfo) -> RowFn | SplitRows | None:
-        got = [(weight, part(task)) for weight, part in parts]
         fns: list[tuple[int, RowFn]] = []
         rests: list[tuple[int, Callable[[TaskInfo], IntArray]]] = []
-        for weight, fn in got:
-            if fn is None:
+        for weight, part in parts:
+            fn = part(task)
+            if fn is None:   # the parts that may say so first: nothing else asked
                 return None
             if isinstance(fn, SplitRows):
                 rests.append((weight * plugin_weight, fn.rest))
@@ -438,7 +438,9 @@ class NodeOrder:
         self.parts = [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
         if built:
             summed = [(weight, summand) for _, weight, (_, summand, _) in built]
-            rows = _weighted_rows([(weight, part) for _, weight, (_, _, part) in built], self.weight)
+            # the integer sum's order is free: the parts that may leave the pod to the per-pod path are asked first
+            asked = sorted(built, key=lambda b: b[0] not in ("podaffinity", "podtopologyspread"))
+            rows = _weighted_rows([(weight, part) for _, weight, (_, _, part) in asked], self.weight)
             spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
             ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
                                     rows_key=_labels_key(spread[0] if spread else None))
