@@ -326,8 +326,8 @@ class CarriedState:
 
     def _replace(self, rec: _Pod, pod: PodView) -> None:
         """A pod that changed in place (bound, started, finished, relabelled): its task remade, its place kept."""
-        t = self._template(pod)
         old = rec.template
+        t = old.rebound(rec.pod, pod) or self._template(pod)
         if (t.uid != old.uid or t.job_id != old.job_id or t.grouped != old.grouped or t.scheduler_name !=
                 old.scheduler_name or (rec.task is None) != (t.terminal and t.scheduler_name != self.sched)):
             raise Rebuild(f"pod {pod.key} changed what it belongs to")
