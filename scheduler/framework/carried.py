@@ -112,7 +112,7 @@ class CarriedState:
             memo.table("session.pod").clear()
             self.vectors.clear()
             memo.set_value("session.columns", self.columns)
-        self.batch: _Batch | None = None    # while building: what to add to the node accounting at once
+        self.batch: _Batch | None = None    # while building or updating: what to add to the node accounting at once
         self.templates: dict[str, tuple[PodView, TaskTemplate]] = {}   # while building: reusable templates
 
     # ---- making ---------------------------------------------------------------------------------------------------
@@ -157,6 +157,9 @@ class CarriedState:
         self._settled()
         self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
+        # the tasks placed below are added to the node accounting at once, at the end (as a rebuild adds them)
+        batch: _Batch = ([], [], [])
+        self.batch = batch
         for key in changes.get("PodGroup", {}):
             if key in snap.podgroups and key not in self.podgroup_keys:
                 self._podgroup_came(key)
@@ -167,6 +170,8 @@ class CarriedState:
         self._update_pods(snap, changes.get("Pod", {}))
         for rec in list(self.redo.values()):
             self._make(rec)
+        self.batch = None
+        self.base.add_many(*batch)
         self._check_columns()
         if self.reorder:
             self.tasks = {}
@@ -321,8 +326,8 @@ class CarriedState:
 
     def _replace(self, rec: _Pod, pod: PodView) -> None:
         """A pod that changed in place (bound, started, finished, relabelled): its task remade, its place kept."""
-        t = self._template(pod)
         old = rec.template
+        t = old.rebound(rec.pod, pod) or self._template(pod)
         if (t.uid != old.uid or t.job_id != old.job_id or t.grouped != old.grouped or t.scheduler_name !=
                 old.scheduler_name or (rec.task is None) != (t.terminal and t.scheduler_name != self.sched)):
             raise Rebuild(f"pod {pod.key} changed what it belongs to")

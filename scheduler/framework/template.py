@@ -91,6 +91,25 @@ class TaskTemplate:
             pod.creation_time or 0.0, pod.priority_class_name, spec_priority, packed)
         return template
 
+    def rebound(self, was: PodView, pod: PodView) -> TaskTemplate | None:
+        """``TaskTemplate.of(pod)`` made from this template of ``was``, for ``pod`` a later version of the same
+        pod whose every input but its status, node and nominated node is the very object or value ``was`` has (as
+        ``PodView.refreshed`` keeps them for a bind or a status update); None when any other may differ."""
+        if (pod.requests is not was.requests or pod.nonzero_requests is not was.nonzero_requests
+                or pod.annotations is not was.annotations or pod.labels is not was.labels or pod.uid != was.uid
+                or pod.name != was.name or pod.namespace != was.namespace or pod.priority != was.priority
+                or pod.scheduler_name != was.scheduler_name or pod.creation_time != was.creation_time
+                or pod.priority_class_name != was.priority_class_name
+                or ("priority" in (pod.raw.get("spec") or {})) != ("priority" in (was.raw.get("spec") or {}))):
+            return None
+        template: TaskTemplate = _fill_template(
+            object.__new__(TaskTemplate), self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
+            self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
+            str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), self.names, self.job_id,
+            self.grouped, pod.terminal, self.scheduler_name, self.job_name, self.creation_time,
+            self.priority_class_name, self.spec_priority, self.packed)
+        return template
+
     def single_priority(self, classes: Mapping[str, PriorityClassView], default: int) -> int:
         """The priority of the pod's group of one (``job_priority(None, pod, snapshot)``) from the template's copy
         of its inputs: the value of the PriorityClass it names, else its ``spec.priority``, else ``default``."""
