@@ -102,8 +102,8 @@ class TaskTemplate:
                 or pod.priority_class_name != was.priority_class_name
                 or ("priority" in (pod.raw.get("spec") or {})) != ("priority" in (was.raw.get("spec") or {}))):
             return None
-        template: TaskTemplate = _fill_template(
-            object.__new__(TaskTemplate), self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
+        template: TaskTemplate = _make_template(
+            self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
             self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
             str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), self.names, self.job_id,
             self.grouped, pod.terminal, self.scheduler_name, self.job_name, self.creation_time,
