@@ -102,6 +102,7 @@ FITS_IDLE, FITS_FUTURE = 1, 2
 # Python integers; past it the changed rows are checked as a vector, which costs about what NumPy calls on a few
 # rows do
 ROW_BY_ROW = 4
+_LEAST = int(np.iinfo(np.int64).min)
 
 
 def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArray:
@@ -110,22 +111,19 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArra
     integer (a byte per node: the answers over every node are read with byte-wide operations)."""
     if rows is not None and len(rows) <= ROW_BY_ROW:
         return np.array(_fit_rows(arr, vec, rows), dtype=np.uint8)
-    # the matrices transposed are [columns, nodes]: one gather reads every column's values of the rows
-    idle = arr.idle.T if rows is None else arr.idle.T[:, rows]
-    future = idle + (arr.releasing.T if rows is None else arr.releasing.T[:, rows])
-    future -= arr.pipelined.T if rows is None else arr.pipelined.T[:, rows]
-    fits_idle: BoolArray | None = None
-    fits_future: BoolArray | None = None
-    for j, v in fit_needs(arr, vec):
-        if fits_idle is None or fits_future is None:
-            fits_idle, fits_future = idle[j] >= v, future[j] >= v
-        else:
-            fits_idle &= idle[j] >= v
-            fits_future &= future[j] >= v
-    if fits_idle is None or fits_future is None:   # nothing requested (that the check does not skip)
-        return np.full(idle.shape[1], FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
-    bits: BitsArray = fits_future.astype(np.uint8)
-    bits *= FITS_FUTURE
+    need = fit_needs(arr, vec)
+    if not need:   # nothing requested (that the check does not skip)
+        return np.full(len(arr) if rows is None else len(rows), FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
+    # every column compared at once: one not compared asks for the least int64, which any amount reaches
+    least = [_LEAST] * len(arr.columns)
+    for j, v in need:
+        least[j] = v
+    floor = np.array(least, dtype=np.int64)
+    idle = arr.idle if rows is None else arr.idle[rows]
+    fits_idle = (idle >= floor).all(axis=1)
+    future = idle + (arr.releasing if rows is None else arr.releasing[rows])
+    future -= arr.pipelined if rows is None else arr.pipelined[rows]
+    bits: BitsArray = np.multiply((future >= floor).all(axis=1), FITS_FUTURE, dtype=np.uint8)
     bits += fits_idle
     return bits
 
