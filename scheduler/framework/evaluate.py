@@ -284,6 +284,9 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated."""
     n = len(ssn.nodes)
     total: FloatArray | None = None
+    # the leading integer scores, summed in int64 before they are made float64: integers far below 2**53 sum to
+    # the same float64 in any order, each partial sum exact
+    ints: IntArray | None = None
     explain = ssn.explain is not None
     parts: list[tuple[str, FloatArray]] = []
     # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
@@ -291,8 +294,12 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     try:
         for plugin, fn in ssn.enabled("vector_score"):
             raw = fn(task)
-            if total is None:   # the first scores as float64: what 0.0 plus each of them gives
-                total = np.array(raw, dtype=np.float64)
+            if total is None and raw.dtype.kind == "i":
+                ints = raw if ints is None else np.add(ints, raw, dtype=np.int64)
+            elif total is None:   # the first scores as float64: what 0.0 plus each of them gives
+                total = np.array(raw if ints is None else ints, dtype=np.float64)
+                if ints is not None:
+                    total += raw
             else:
                 total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
             if explain:
@@ -300,7 +307,7 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     finally:
         ssn.score_mask = None
     if total is None:
-        total = np.zeros(n, dtype=np.float64)
+        total = np.zeros(n, dtype=np.float64) if ints is None else np.array(ints, dtype=np.float64)
     scalar = ssn.enabled("node_order")
     if scalar:
         idx = np.flatnonzero(mask).tolist()
