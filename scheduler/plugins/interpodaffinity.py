@@ -299,7 +299,8 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
-        if not (terms.required_affinity or terms.required_anti or self.index.with_affinity):
+        placed_anti = self._placed_anti(task.pod) if self.index.with_affinity else []
+        if not (terms.required_affinity or terms.required_anti or placed_anti):
             return self._passes
         out = Failures(n)
         if terms.required_affinity:
@@ -310,13 +311,16 @@ class InterPodAffinityCheck:
                 continue
             dom = self._per_domain(ids, ndom, self.index.counts((t.matcher,), include_terminating=True))
             out.fail((ids >= 0) & (dom[np.maximum(ids, 0)] > 0), Code.UNSCHEDULABLE, ANTI_AFFINITY_REASON)
-        if self.index.with_affinity:
-            by_term = self.existing.by_term()
-            for key in self.existing.matching(task.pod, group_key(task.pod)):
-                if key[0] == REQUIRED_ANTI:
-                    out.fail(self._domain_sums(key[1].topology_key, by_term[key]) > 0, Code.UNSCHEDULABLE,
-                             EXISTING_ANTI_AFFINITY_REASON)
+        by_term = self.existing.by_term()
+        for key in placed_anti:
+            out.fail(self._domain_sums(key[1].topology_key, by_term[key]) > 0, Code.UNSCHEDULABLE,
+                     EXISTING_ANTI_AFFINITY_REASON)
         return out.result()
+
+    def _placed_anti(self, pod: PodView) -> list[TermKey]:
+        """The placed pods' distinct required anti-affinity terms that select ``pod``: with none (and no required
+        terms of its own) the pod passes everywhere, whatever preferred terms are placed."""
+        return [key for key in self.existing.matching(pod, group_key(pod)) if key[0] == REQUIRED_ANTI]
 
     def _affinity_met(self, pod: PodView, required: Sequence[Term]) -> BoolArray:
         """The nodes in a domain holding a pod that matches all the required affinity terms, for every term; the
