@@ -281,6 +281,7 @@ def steady(nodes: int, bound_pods: int, size: Size, percentage: int) -> dict[str
         churn_cpu.append(time.process_time() - c0)
     batches = [shaped_pods(f"batch{b}", 100, rng) for b in range(size.batches)]
     bound = sessions = 0
+    _instrument(True)
     t0, c0 = time.perf_counter(), time.process_time()
     for batch in batches:
         clock.advance(1)
@@ -289,6 +290,7 @@ def steady(nodes: int, bound_pods: int, size: Size, percentage: int) -> dict[str
         sessions += 1
     bound = sum(1 for k, _ in cluster.bindings if k.startswith("bench/batch"))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    _instrument(False)
     out = _figures(bound, 100 * size.batches, sessions, wall, cpu, t0, sched.bind_times)
     out["idle_session_cpu_ms"] = statistics.median(idle_cpu) * 1000
     out["idle_session_wall_ms"] = statistics.median(idle_wall) * 1000
@@ -368,8 +370,8 @@ def main() -> None:
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--callgrind", action="store_true",
                     help="run in this process under `valgrind --tool=callgrind --instr-atstart=no`, instrumenting "
-                         "only the timed region of the basic, shapes20, mixed and basic10k shapes (valgrind prints "
-                         "its instruction count)")
+                         "only the timed region of the basic, shapes20, mixed, basic10k and steady shapes (steady: "
+                         "its batches' sessions; valgrind prints its instruction count)")
     args = ap.parse_args()
     _CALLGRIND["on"] = args.callgrind
     if args.repeat < 1:

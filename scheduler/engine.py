@@ -215,7 +215,7 @@ class Scheduler:
         stats = self.binder.reset()
         bound = dict(stats.bound)
         pending = scheduled = 0
-        for job in ssn.jobs.values():
+        for job in ssn.jobs_in_play():   # the others are settled groups of one: nothing to report
             # only a task left Pending/Pipelined/Allocated, or bound in this session (Binding), is reported
             if job.may_be_unsettled():
                 for task in job.tasks.values():

@@ -99,7 +99,7 @@ class WriteBack:
         self._unchanged.rotate()
         grouped: list[tuple[str, PodGroupPhase]] = []
         moved: list[str] = []   # the jobs whose tasks may have changed status in the session
-        for job in unsettled_or_grouped(ssn.jobs.values()):   # the others need nothing
+        for job in unsettled_or_grouped(ssn.jobs_in_play()):   # the others need nothing
             if job.may_be_unsettled():   # else no task is Pending, Pipelined or Allocated, nor moved
                 moved.append(job.uid)
                 self._pods(ssn, job, stats)

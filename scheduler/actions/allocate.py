@@ -32,7 +32,7 @@ class Allocate:
         jobs_by_queue: dict[str, OrderedQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
         enqueue_configured = "enqueue" in ssn.action_names
-        for job in ssn.jobs.values():
+        for job in ssn.jobs_in_play():   # the others have nothing pending, nor a phase to admit
             if job.is_pending():
                 if enqueue_configured:
                     continue

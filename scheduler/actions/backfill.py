@@ -42,7 +42,7 @@ class Backfill:
         Only jobs that hold such a task are validated and sorted: the others contribute nothing, and since the job
         order is total (it ends on creation time and uid) the candidates' relative order is the same either way."""
         by_queue: dict[str, list[tuple[JobInfo, list[TaskInfo]]]] = {}
-        for job in with_backfill_work(ssn.jobs.values()):
+        for job in with_backfill_work(ssn.jobs_in_play()):
             if job.is_pending():
                 continue
             tasks = [t for t in job.tasks_in(TaskStatus.PENDING, TaskStatus.PIPELINED) if t.best_effort and not t.gated]

@@ -14,7 +14,6 @@ from scheduler.framework.session import PriorityQueue, Session
 __all__ = ["Enqueue"]
 
 _START = attrgetter("schedule_start")
-_QUEUE = attrgetter("queue")
 _PHASE = attrgetter("phase")
 _PENDING_PHASES = frozenset({"", "Pending"})   # JobInfo.is_pending
 
@@ -23,11 +22,11 @@ class Enqueue:
     name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
-        jobs = ssn.jobs.values()
+        jobs = ssn.jobs_in_play()   # the others are admitted and stamped
         _stamp(jobs, ssn.now)
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
         # every queue holding a job, in the order of its first job: the others are never pushed
-        for name in dict.fromkeys(map(_QUEUE, jobs)):
+        for name in ssn.job_queue_names():
             queue = ssn.queues.get(name)
             if queue is not None:
                 queues.push(queue)
@@ -54,7 +53,8 @@ class Enqueue:
 
 def _stamp(jobs: Collection[JobInfo], now: float) -> None:
     """Stamp ``schedule_start`` on the jobs without one.  Not noted as a change (SingleJob): a carried job keeps
-    its stamp, so most sessions find none to stamp; the jobs are sifted in C (a falsy stamp is checked for None)."""
+    its stamp, so most sessions find none to stamp beyond those made anew (which are in play until stamped); the
+    jobs are sifted in C (a falsy stamp is checked for None)."""
     for job in filterfalse(_START, jobs):
         if job.schedule_start is None:
             object.__setattr__(job, "schedule_start", now)

@@ -17,6 +17,7 @@ from common.resources import Resources
 from .api import JobInfo, NodeInfo, QueueInfo, SingleJob, TaskInfo, TaskStatus, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .carried import CarriedParts, open_carried
+from .inplay import JobsInPlay
 from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, podgroup_job_args
 from .template import TaskTemplate
@@ -47,6 +48,8 @@ class SessionState:
     # when every task and job was handed over untouched with this watch list: those touched since, as they are
     # first touched (None: look at each task's flag)
     watched: list[Any] | None
+    # with ``watched``: the jobs an action may have anything to do with (None: every job may)
+    in_play: JobsInPlay | None = None
 
 
 class _PodEntry:
@@ -121,7 +124,7 @@ def _carried_state(snap: Snapshot, memo: SessionMemo, parts: CarriedParts) -> Se
     missing_queue = _missing_queues({k: jobs[k] for k in snap.podgroups if k in jobs}, queues)
     return SessionState(parts.arrays, parts.nodes, parts.node_by_name, parts.node_names,
                         _total_allocatable(memo, snap), queues, jobs, parts.tasks, missing_queue,
-                        parts.changed | missing_queue.keys(), parts.gone, parts.watch)
+                        parts.changed | missing_queue.keys(), parts.gone, parts.watch, parts.in_play)
 
 
 def _columns(snap: Snapshot, memo: SessionMemo) -> tuple[list[str], list[_PodEntry | None]]:

@@ -30,6 +30,7 @@ from common.objects import PodGroupView, PodView
 from .api import GroupJob, JobInfo, NodeInfo, SingleJob, TaskInfo, TaskStatus, touch_quietly, untouch
 from .arrays import NodeArrays, allocation_matrix, resource_columns
 from .changes import Changes
+from .inplay import JobsInPlay, needs_look
 from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, podgroup_job_args
 from .template import TaskTemplate
@@ -89,6 +90,8 @@ class CarriedState:
         self.by_job: dict[str, _Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.single_jobs: dict[str, JobInfo] = {}
+        # the groups of one that may need a look (inplay.needs_look), by uid, with their place in the pods' order
+        self.in_play: dict[str, int] = {}
         self.grouped: dict[str, dict[str, TaskInfo]] = {}
         # this scheduler's pods naming a PodGroup, by job and pod key, whether the PodGroup exists or not
         self.by_group: dict[str, dict[str, _Pod]] = {}
@@ -109,7 +112,7 @@ class CarriedState:
             memo.table("session.pod").clear()
             self.vectors.clear()
             memo.set_value("session.columns", self.columns)
-        self.batch: _Batch | None = None    # while building: what to add to the node accounting at once
+        self.batch: _Batch | None = None    # while building or updating: what to add to the node accounting at once
         self.templates: dict[str, tuple[PodView, TaskTemplate]] = {}   # while building: reusable templates
 
     # ---- making ---------------------------------------------------------------------------------------------------
@@ -151,8 +154,12 @@ class CarriedState:
         self.fresh = set()
         self.gone = set()
         self.redo = {}
+        self._settled()
         self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
+        # the tasks placed below are added to the node accounting at once, at the end (as a rebuild adds them)
+        batch: _Batch = ([], [], [])
+        self.batch = batch
         for key in changes.get("PodGroup", {}):
             if key in snap.podgroups and key not in self.podgroup_keys:
                 self._podgroup_came(key)
@@ -163,6 +170,8 @@ class CarriedState:
         self._update_pods(snap, changes.get("Pod", {}))
         for rec in list(self.redo.values()):
             self._make(rec)
+        self.batch = None
+        self.base.add_many(*batch)
         self._check_columns()
         if self.reorder:
             self.tasks = {}
@@ -209,6 +218,13 @@ class CarriedState:
             raise Rebuild("the resource columns changed")
 
     # ---- what the last session did --------------------------------------------------------------------------------
+
+    def _settled(self) -> None:
+        """Drop from :attr:`in_play` the groups of one the last session left settled and stamped: those it did not
+        touch are as it left them (a touched one is made anew by the end of :meth:`update`, and joins again)."""
+        jobs = self.single_jobs
+        for uid in [uid for uid in self.in_play if not needs_look(jobs[uid])]:
+            del self.in_play[uid]
 
     def _touched(self) -> None:
         """Note the pods whose task or group of one the last session touched (:attr:`redo`: made anew from the pod
@@ -306,11 +322,12 @@ class CarriedState:
             untouch(job, self.watch)
             rec.job = job
             self.fresh.add(t.job_id)
+            self.in_play[t.job_id] = rec.seq   # made anew: not stamped yet
 
     def _replace(self, rec: _Pod, pod: PodView) -> None:
         """A pod that changed in place (bound, started, finished, relabelled): its task remade, its place kept."""
-        t = self._template(pod)
         old = rec.template
+        t = old.rebound(rec.pod, pod) or self._template(pod)
         if (t.uid != old.uid or t.job_id != old.job_id or t.grouped != old.grouped or t.scheduler_name !=
                 old.scheduler_name or (rec.task is None) != (t.terminal and t.scheduler_name != self.sched)):
             raise Rebuild(f"pod {pod.key} changed what it belongs to")
@@ -335,6 +352,7 @@ class CarriedState:
         if rec.job is not None:
             del self.single_jobs[t.job_id]
             del self.by_job[t.job_id]
+            self.in_play.pop(t.job_id, None)
             self.gone.add(t.job_id)
         members = self.grouped.get(t.job_id)
         if members is not None and members.pop(t.uid, None) is not None:
@@ -446,9 +464,11 @@ class CarriedState:
 
     # ---- what a session gets --------------------------------------------------------------------------------------
 
-    def session_parts(self, snap: Snapshot) -> tuple[NodeArrays, dict[str, JobInfo], dict[str, TaskInfo]]:
+    def session_parts(self, snap: Snapshot) -> tuple[NodeArrays, dict[str, JobInfo], dict[str, TaskInfo],
+                                                     JobsInPlay]:
         """The session's copy of the node accounting (every node info pointed at it, the task maps the last
-        session changed given back), its jobs (PodGroups' made anew, then the groups of one) and its tasks."""
+        session changed given back), its jobs (PodGroups' made anew, then the groups of one), its tasks and the
+        jobs that may need a look (every PodGroup's, the groups of one in :attr:`in_play`)."""
         arrays = self.base.copy()
         self.base.changes.clear()
         for node in self.nodes:
@@ -464,8 +484,14 @@ class CarriedState:
         dirty.clear()
         for key in jobs.keys() & self.single_jobs.keys():
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
+        head = list(jobs.values())
         jobs.update(self.single_jobs)
-        return arrays, jobs, dict(self.tasks)
+        return arrays, jobs, dict(self.tasks), JobsInPlay(jobs, head, dict(self.in_play), self._rank)
+
+    def _rank(self, uid: str) -> int | None:
+        """The place of the group of one ``uid`` in the pods' order (None: no such job)."""
+        rec = self.by_job.get(uid)
+        return None if rec is None else rec.seq
 
     def _podgroup_job(self, pg: PodGroupView, snap: Snapshot) -> GroupJob:
         """The PodGroup's job as a session builds it, with its members in the pods' order, made anew in place."""
@@ -497,7 +523,8 @@ class CarriedParts:
     """What a renewing session opens from, out of the carried state.  ``changed``: the jobs other than the groups
     of one carried as the previous claiming session had them, nothing set on them or their tasks since (those
     are ``SessionState.kept_jobs``); ``gone``: a superset of the jobs that session had and this one has not (None:
-    not known, nothing was carried).  Every task and job is handed over untouched, with ``watch`` as its list."""
+    not known, nothing was carried).  Every task and job is handed over untouched, with ``watch`` as its list;
+    ``in_play``: the jobs an action may have anything to do with (:mod:`.inplay`)."""
 
     arrays: NodeArrays
     nodes: list[NodeInfo]
@@ -508,6 +535,7 @@ class CarriedParts:
     changed: set[str]
     gone: set[str] | None
     watch: list[Any]   # the carried objects touched since they were handed over (each joins it when first touched)
+    in_play: JobsInPlay
 
 
 def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> CarriedParts | None:
@@ -537,7 +565,7 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
     assert state is not None
     state.claim = memo.claimed_epoch
     memo.set_value(_KEY, state)
-    arrays, jobs, tasks = parts
+    arrays, jobs, tasks, in_play = parts
     if carried:
         # the jobs are the PodGroups' and the groups of one; those of the latter not kept were made anew
         changed = set(snap.podgroups)
@@ -546,4 +574,4 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
     else:
         changed, gone = set(jobs), None
     return CarriedParts(arrays, list(state.nodes), dict(state.node_by_name), list(state.node_names), jobs, tasks,
-                        changed, gone, state.watch)
+                        changed, gone, state.watch, in_play)

@@ -191,7 +191,23 @@ class Session:
         # the tasks and jobs touched since the session was built, when it was opened from the carried state (every
         # one handed over untouched joins this list when first touched); None: read each object's flag
         self.watched: list[Any] | None = built.watched
+        self._in_play = built.in_play
         self._kept_jobs: set[str] | None = None
+
+    def jobs_in_play(self) -> Sequence[JobInfo]:
+        """In the order of :attr:`jobs`, the jobs an action or the session's close may have anything to do with
+        (:mod:`.inplay`): every job but groups of one that are settled and stamped (their tasks neither pending,
+        waiting nor moved), which every action passes over; every job when the session was not opened from the
+        carried state.  What the session touched is in play as soon as it is."""
+        if self._in_play is None or self.watched is None:
+            return list(self.jobs.values())
+        return self._in_play.jobs(self.watched)
+
+    def job_queue_names(self) -> list[str]:
+        """Every queue holding a job, in the order of its first job."""
+        if self._in_play is None:
+            return list(dict.fromkeys(job.queue for job in self.jobs.values()))
+        return self._in_play.queue_names()
 
     @property
     def kept_jobs(self) -> set[str]:

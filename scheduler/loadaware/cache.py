@@ -16,7 +16,7 @@ from common.clock import parse_rfc3339
 from common.objects import NodeMetricView, PodView, ReportedPod, ReportedPods
 from common.qos import PriorityClass
 from common.resources import Resources
-from common.slots import slot_filler
+from common.slots import slot_maker
 
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
@@ -320,9 +320,9 @@ class MetricLoad:
         return out
 
 
-# MetricLoad(...) with its slots set directly, as a frozen dataclass's __init__ sets each through __setattr__ (one
+# MetricLoad(...) made slot by slot (common.slots), as a frozen dataclass's __init__ sets each through __setattr__ (one
 # per NodeMetric report the scheduler reads: every node, every session)
-_fill_metric_load = slot_filler(MetricLoad)
+_make_metric_load = slot_maker(MetricLoad)
 _PROD = PriorityClass.PROD.value   # a reported pod's priority text (an enum member's value is a property lookup)
 
 
@@ -361,9 +361,9 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
         base = _ints(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
-    load: MetricLoad = _fill_metric_load(object.__new__(MetricLoad), node_usage, pod_usage, frozenset(prod_reported),
-                                         base, metric.update_time, float(metric.report_interval_seconds or 60),
-                                         metric.aggregated, tuple(names), {})
+    load: MetricLoad = _make_metric_load(node_usage, pod_usage, frozenset(prod_reported), base, metric.update_time,
+                                         float(metric.report_interval_seconds or 60), metric.aggregated,
+                                         tuple(names), {})
     return load
 
 

@@ -106,13 +106,14 @@ class LoadAwareMemo:
         self._assigned = memo.table("loadaware.assigned")
         self._profiles = memo.table("loadaware.profile")
         self._policies = memo.table("loadaware.policy")
-        self._metrics = memo.table("loadaware.metric")
         self._node_allocatable = memo.table("loadaware.allocatable")
         self._estimates = memo.table("loadaware.estimate")
-        for t in (self._assigned, self._profiles, self._policies, self._metrics, self._node_allocatable,
-                  self._estimates):
+        for t in (self._assigned, self._profiles, self._policies, self._node_allocatable, self._estimates):
             t.clear()
         self._rows: dict[str, _RowsEntry] = {}
+        # each NodeMetric's reading by name, with the object it was read from: kept while it is the same object, not
+        # only while a session reads it (a node's rows are read again when a pod is placed on it, sessions apart)
+        self._metric_loads: dict[str, tuple[NodeMetricView, MetricLoad]] = {}
         self._by_shape: dict[tuple[Resources, Resources, PriorityClass, str | None], IntArray] = {}
         self._node_entries: dict[str, _NodePods] = {}
         self._waterlines: tuple[tuple[object, ...], tuple[NodeView, ...], Any] | None = None
@@ -176,10 +177,13 @@ class LoadAwareMemo:
         return estimate_row(pod, self.args)
 
     def metric(self, metric: NodeMetricView) -> MetricLoad:
-        hit: MetricLoad | None = self._metrics.get(metric)
-        if hit is None:
-            hit = self._metrics.put(metric, metric_load(metric, self.args))
-        return hit
+        """``metric_load(metric)``, once per NodeMetric object."""
+        hit = self._metric_loads.get(metric.name)
+        if hit is not None and hit[0] is metric:
+            return hit[1]
+        load = metric_load(metric, self.args)
+        self._metric_loads[metric.name] = (metric, load)
+        return load
 
     def profile(self, annotations: Mapping[str, str]) -> ThresholdProfile:
         hit: ThresholdProfile | None = self._profiles.get(annotations)
@@ -248,13 +252,16 @@ class LoadAwareMemo:
         return out
 
     def forget_nodes_except(self, names: Sequence[str]) -> None:
-        """Drop the rows of nodes no longer in the session."""
+        """Drop the rows, entries and NodeMetric readings of nodes no longer in the session."""
         if len(self._rows) > len(names):
             keep = set(names)
             self._rows = {k: v for k, v in self._rows.items() if k in keep}
         if len(self._node_entries) > len(names):
             keep = set(names)
             self._node_entries = {k: v for k, v in self._node_entries.items() if k in keep}
+        if len(self._metric_loads) > len(names):
+            keep = set(names)
+            self._metric_loads = {k: v for k, v in self._metric_loads.items() if k in keep}
 
     def parsed_policy(self, raw: object, parse: Callable[[object], object | None]) -> object | None:
         """``parse(raw)`` (None when invalid), once per policy object."""

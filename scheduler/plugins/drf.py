@@ -41,6 +41,8 @@ def _annotations(queue: QueueInfo) -> Mapping[str, str]:
 
 _UID = attrgetter("uid")
 _ALLOCATED = attrgetter("allocated")
+# what a claiming session leaves the next: the cluster total, the jobs' shares and their allocations
+_Carried = tuple[Resources, dict[str, float], dict[str, Resources]]
 
 
 class Drf:
@@ -71,12 +73,14 @@ class Drf:
 
     def on_session_open(self, ssn: Session) -> None:
         self.total = ssn.total_resource
-        # a job's allocated is what its Allocated, Binding, Bound and Running tasks request (JobInfo keeps it); the
-        # share depends on that amount alone, and jobs of a few shapes hold the same amounts
-        jobs = ssn.jobs.values()
-        self.allocated = dict(zip(map(_UID, jobs), map(_ALLOCATED, jobs), strict=True))   # C loops
+        carried: _Carried | None = ssn.memo.carried(NAME) if ssn.renewing else None
+        self.allocated = self._open_allocated(ssn, carried)
         self._stale.clear()
-        self._share = self._open_shares(ssn)
+        self._share = self._open_shares(ssn, carried)
+        if ssn.renewing:
+            # handed over as the session moves them, not copied: every job whose allocation (and so share) it moves
+            # is one the next claiming session does not take over as it was, and sets anew
+            ssn.memo.carry(NAME, (self.total, self._share, self.allocated))
 
         def job_order(left: JobInfo, right: JobInfo) -> int:
             ls, rs = self.share.get(left.uid, 0.0), self.share.get(right.uid, 0.0)
@@ -107,10 +111,26 @@ class Drf:
         if opt is not None and opt.hierarchy:
             self._open_hierarchy(ssn)
 
-    def _open_shares(self, ssn: Session) -> dict[str, float]:
+    @staticmethod
+    def _open_allocated(ssn: Session, carried: _Carried | None) -> dict[str, Resources]:
+        """Every job's allocation at session open: what its Allocated, Binding, Bound and Running tasks request
+        (JobInfo keeps it).  A claiming session takes the previous one's map over and sets only the jobs it did not
+        take over as they were (new, remade, or moved by that session), dropping those gone; else C loops read every
+        job."""
+        jobs, gone = ssn.jobs, ssn.gone_jobs
+        if carried is None or gone is None:
+            values = jobs.values()
+            return dict(zip(map(_UID, values), map(_ALLOCATED, values), strict=True))
+        allocated = carried[2]
+        for uid in gone:
+            allocated.pop(uid, None)
+        for uid in ssn.changed_jobs:
+            allocated[uid] = jobs[uid].allocated
+        return allocated
+
+    def _open_shares(self, ssn: Session, carried: _Carried | None) -> dict[str, float]:
         """Every job's share at session open.  A claiming session starts from the previous one's shares (when the
         cluster total is the same) and computes only those of the jobs it did not take over as they were."""
-        carried = ssn.memo.carried(NAME) if ssn.renewing else None
         if carried is not None and carried[0] == self.total:
             share: dict[str, float] = carried[1]
             changed, gone = ssn.changed_jobs, ssn.gone_jobs
@@ -127,8 +147,6 @@ class Drf:
             if got is None:
                 got = shares[alloc] = job_share(alloc, self.total)
             share[uid] = got
-        if ssn.renewing:
-            ssn.memo.carry(NAME, (self.total, dict(share)))   # a copy: allocations move the session's shares
         return share
 
     # ---- hierarchical mode ----------------------------------------------------------------------------------------

@@ -102,6 +102,30 @@ def _placement(memo: IdentityMemo[Any], pod: PodView, idx: int, status: TaskStat
     return placed, got[0], got[1]
 
 
+class _Prior:
+    """The placement records a node's previous seed holds, by pod object, for seeding the node anew: a pod still
+    there is seldom in the memo any more (its entry is dropped once two sessions did not read it)."""
+
+    __slots__ = ("memo", "records", "affinity", "host_ports")
+
+    def __init__(self, seed: _NodeSeed, memo: IdentityMemo[Any]) -> None:
+        self.memo = memo
+        # the seed holds these pods: their ids are not reused meanwhile
+        self.records = {id(p.pod): p for _, p in seed.placed}
+        self.affinity = {id(p.pod) for _, p in seed.with_affinity}
+        self.host_ports = {id(p.pod) for _, p in seed.with_host_ports}
+
+    def placement(self, pod: PodView, idx: int, status: TaskStatus) -> tuple[Placed, bool, bool]:
+        """:func:`_placement`, the previous seed's record when it is the same pod's at the same node row and
+        terminating state."""
+        p = self.records.get(id(pod))
+        if p is None or p.pod is not pod or p.node != idx or p.terminating != (
+                status is TaskStatus.RELEASING or pod.deleting):
+            return _placement(self.memo, pod, idx, status)
+        key = id(pod)
+        return p, key in self.affinity, key in self.host_ports
+
+
 class _Group:
     """The placed pods of one namespace with the very same labels (a matcher matches all of them or none), counted
     per node row: all of them, and those not terminating; ``targets`` are the per-node counts of the matchers that
@@ -427,7 +451,9 @@ class PodIndex:
                 continue
             tasks = list(nd.tasks.values())
             here = self._index.get(name)
-            seed = self._seed_node(tasks, here, memo, rows, _NodeSeed(here, list(map(_POD, tasks))), stale)
+            old = carried.seeds.get(name)
+            prior = _Prior(old, memo) if old is not None else memo
+            seed = self._seed_node(tasks, here, prior, rows, _NodeSeed(here, list(map(_POD, tasks))), stale)
             if seed is None:
                 self._clear()
                 return False
@@ -477,8 +503,8 @@ class PodIndex:
         self.with_affinity.update(seed.with_affinity)
         self.with_host_ports.update(seed.with_host_ports)
 
-    def _seed_node(self, tasks: list[TaskInfo], here: int | None, memo: IdentityMemo[Any], rows: list[int],
-                   seed: _NodeSeed | None, stale: dict[str, str] | None = None) -> _NodeSeed | None:
+    def _seed_node(self, tasks: list[TaskInfo], here: int | None, memo: IdentityMemo[Any] | _Prior,
+                   rows: list[int], seed: _NodeSeed | None, stale: dict[str, str] | None = None) -> _NodeSeed | None:
         """Places a node's tasks one by one, recording them in ``seed`` when given; returns the seed to keep
         (None once a task counts on another row than the node's); :class:`_SameUid` on a uid already placed,
         unless it is in ``stale`` (a forgotten seed's pod, placed again once)."""
@@ -491,7 +517,8 @@ class PodIndex:
                 continue
             if task.uid in placed_by_uid and (stale is None or stale.pop(task.uid, None) is None):
                 raise _SameUid
-            placed, affinity, host_ports = _placement(memo, task.pod, idx, status)
+            placed, affinity, host_ports = (memo.placement(task.pod, idx, status) if isinstance(memo, _Prior)
+                                            else _placement(memo, task.pod, idx, status))
             placed_by_uid[task.uid] = placed
             mine.append(placed)
             rows.append(idx)

@@ -20,7 +20,8 @@ from common.cluster.memory import MemoryCluster
 from common.selectors import LabelSelector
 from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
-from scheduler.framework.api import is_untouched
+from scheduler.framework.api import TaskStatus, is_untouched, with_backfill_work
+from scheduler.framework.inplay import needs_look
 from scheduler.framework.plugin import actions
 from scheduler.framework.session import Session
 from scheduler.plugins.drf import Drf
@@ -232,6 +233,7 @@ def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, .
             got = _digest(kept)
             jobs = dict(kept.jobs)
             _check_changed_jobs(kept, prev, event)
+            _check_in_play(sched, kept, event)
         finally:
             sched.memo.release(kept)
             kept.release()
@@ -251,6 +253,79 @@ def _check_changed_jobs(ssn: Session, prev: dict[str, Any] | None, event: tuple[
     assert {uid for uid, job in jobs.items() if prev.get(uid) is not job} <= ssn.changed_jobs, event
     if ssn.gone_jobs is not None:
         assert prev.keys() - jobs.keys() <= ssn.gone_jobs, event
+
+
+def _check_in_play(sched: Scheduler, ssn: Session, event: Any) -> None:
+    """The groups of one the carried state keeps in play are exactly those a walk over them finds needing a look,
+    and the session's jobs in play are, in order, every job but the others."""
+    carried = sched.memo.value("session.carried")
+    if carried is not None:
+        assert carried.in_play == {uid: carried.by_job[uid].seq for uid, job in carried.single_jobs.items()
+                                   if needs_look(job)}, event
+    _check_in_order(ssn, event)
+
+
+def _check_in_order(ssn: Session, event: Any) -> None:
+    """``jobs_in_play()`` is a part of the session's jobs in their order, holding every PodGroup's job and every
+    group of one that needs a look."""
+    in_play = ssn.jobs_in_play()
+    place = {uid: i for i, uid in enumerate(ssn.jobs)}
+    order = [place[job.uid] for job in in_play]
+    assert order == sorted(set(order)), event
+    looked = {job.uid for job in in_play}
+    assert all(uid in looked for uid, job in ssn.jobs.items() if job.podgroup is not None or needs_look(job)), event
+
+
+_MOVES = [TaskStatus.PENDING, TaskStatus.PIPELINED, TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND,
+          TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.SUCCEEDED]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 7), st.sampled_from(_MOVES), st.booleans()), max_size=8),
+       st.lists(st.sampled_from(["session", "new", "bind", "delete"]), max_size=6))
+def test_jobs_in_play_follow_what_a_session_and_the_events_change(moves: list[tuple[int, TaskStatus, bool]],
+                                                                  events: list[str]) -> None:
+    """Tasks moved, messages noted, phases set in a renewing session, between sessions that bind new pods and
+    events that add, bind and delete pods: the session's jobs in play stay every job that needs a look, in order;
+    every job that does not is one every action, the engine's report and the write-back pass over."""
+    cluster, clock, sched = _steady(4)
+    for n, name in enumerate(events):
+        _apply_small(name, n, cluster, clock, sched)
+        ssn = sched.open_session(renew=True)
+        try:
+            _check_in_play(sched, ssn, name)
+            tasks = list(ssn.tasks.values())
+            for which, status, note in moves:
+                task = tasks[which % len(tasks)]
+                ssn.set_status(task, status)
+                if note:
+                    ssn.jobs[task.job].phase = "Pending"
+                _check_in_order(ssn, (name, which, status))
+            for action in ssn.conf.actions:
+                actions()[action]().execute(ssn)
+            _check_in_order(ssn, name)
+            for job in ssn.jobs.values():
+                if not needs_look(job) and job.podgroup is None:
+                    assert not job.is_pending() and job.pending_task_num() <= job.pending_best_effort_num()
+                    assert not job.may_be_unsettled() and job.schedule_start is not None
+                    assert not list(with_backfill_work([job]))
+        finally:
+            sched.memo.release(ssn)
+            ssn.release()
+
+
+def _apply_small(name: str, n: int, cluster: MemoryCluster, clock: FakeClock, sched: Scheduler) -> None:
+    clock.advance(1)
+    if name == "session":
+        sched.run_once()
+    elif name == "new":
+        cluster.create("Pod", pod(f"new{n}", cpu="100m"))
+    elif name == "bind":
+        pending = [p for p in cluster.list("Pod").items if not p["spec"].get("nodeName")]
+        if pending:
+            cluster.bind("default", pending[0]["metadata"]["name"], "n1")
+    else:
+        _delete(cluster, "Pod", "p0", "default")
 
 
 def _kept_and_fresh(sched: Scheduler, clock: FakeClock) -> tuple[set[str], dict[str, Any], dict[str, Any]]:
