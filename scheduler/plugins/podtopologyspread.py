@@ -330,7 +330,7 @@ class SpreadCheck:
         mask = self.ssn.scoring_mask()
         has_all = None if system else self._has_all(soft)
         scored = mask if has_all is None else mask & has_all
-        every = int(np.count_nonzero(scored))
+        every = self.ssn.scoring_count() if has_all is None else int(np.count_nonzero(scored))
         out = self._kept_score(task.pod, plan, has_all, scored, every)
         if out is not None:
             return out
