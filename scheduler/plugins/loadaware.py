@@ -210,8 +210,10 @@ class LoadAware:
                 with _released(state, entries):  # the replacement does not see its own reservation
                     res = state.filter(est, is_prod=is_prod, is_daemonset=task.pod.is_daemonset)
                 return FilterResult(res.mask, lazy=lambda i: [(Code.UNSCHEDULABLE, state.reason(res, i))])
-            packed = filters.get((est.tobytes(), is_prod), lambda rows: state.filter_packed(est, is_prod=is_prod,
-                                                                                            rows=rows))
+            # read without a copy: the reasons are asked for (fit errors, explain, preemption) before the next pod
+            # is filtered, which is when the cache may update these values in place
+            packed = filters.read((est.tobytes(), is_prod), lambda rows: state.filter_packed(est, is_prod=is_prod,
+                                                                                             rows=rows))
 
             unpacked: list[LoadFilter] = []   # made when the first reason is asked for
 

@@ -377,21 +377,21 @@ def _add_times(total: IntArray, scores: IntArray, weight: int) -> None:
 
 def _weighted_sum(summed: Sequence[tuple[int, Summand]], plugin_weight: int, n: int) -> Scorer:
     """The plugin's score: each summand times its weight, summed, times the plugin's weight, in int64 (a weight of
-    1 multiplies nothing; the first product is the sum's start, not added to zeros; an :class:`OnMask` summand
-    adds its weighted maximum where its mask holds)."""
+    1 multiplies nothing).  Integer sums come out the same in any order, so the sum starts from the products of the
+    :class:`OnMask` summands (their weighted maximum where their mask holds: a product of the mask, cheaper than an
+    addition restricted to it), else from the first summand's product, and adds the others in place."""
 
     def score(task: TaskInfo) -> IntArray:
+        got = [(weight, s) for weight, summand in summed if (s := summand(task)) is not None]
         total: IntArray | None = None
-        for weight, summand in summed:
-            s = summand(task)
-            if s is None:
-                continue
+        for weight, s in got:
             if isinstance(s, OnMask):
-                if total is None:
-                    total = np.multiply(s.mask, MAX_NODE_SCORE * weight, dtype=np.int64)
-                else:
-                    np.add(total, MAX_NODE_SCORE * weight, out=total, where=s.mask)
-            elif total is None:
+                part = np.multiply(s.mask, MAX_NODE_SCORE * weight, dtype=np.int64)
+                total = part if total is None else np.add(total, part, out=total)
+        for weight, s in got:
+            if isinstance(s, OnMask):
+                continue
+            if total is None:
                 total = np.array(s, dtype=np.int64) if weight == 1 else np.multiply(s, weight, dtype=np.int64)
             else:
                 _add_times(total, s, weight)
