@@ -408,18 +408,19 @@ class SignatureRuns:
             return best.nodes(kept)
         total, kept.seeded = kept.seeded, None
         if total is None or count < len(mask):
-            total = self._with_rests(kept, task, mask)
+            total = self._with_rests(kept, task, mask, count)
         out: list[int] = _top(total, mask, count).tolist()
         return out
 
-    def _with_rests(self, kept: _Kept, task: TaskInfo, mask: BoolArray) -> FloatArray:
-        """The kept totals plus the parts made anew for ``task``, normalised over the candidates ``mask``."""
+    def _with_rests(self, kept: _Kept, task: TaskInfo, mask: BoolArray, count: int) -> FloatArray:
+        """The kept totals plus the parts made anew for ``task``, normalised over the ``count`` candidates
+        ``mask`` (as ``score_nodes`` scores them)."""
         ssn = self.ssn
-        ssn.score_mask = mask
+        ssn.score_mask, ssn.score_count = mask, (mask, count)
         try:
             total: FloatArray | None = None
             for rest in kept.rests:
                 total = kept.total + rest(task) if total is None else total + rest(task)
         finally:
-            ssn.score_mask = None
+            ssn.score_mask = ssn.score_count = None
         return kept.total.copy() if total is None else total
