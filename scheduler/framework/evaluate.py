@@ -279,9 +279,10 @@ def _record(ssn: Session, task: TaskInfo) -> ExplainRecord:
     return ssn.explain.setdefault(task.key, ExplainRecord())
 
 
-def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
+def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray, count: int | None = None) -> FloatArray:
     """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md
-    §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated."""
+    §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated.
+    ``count``: how many nodes ``mask`` holds, when the caller knows (the scorers read it, ``Session.scoring_count``)."""
     n = len(ssn.nodes)
     total: FloatArray | None = None
     # the leading integer scores, summed in int64 before they are made float64: integers far below 2**53 sum to
@@ -291,6 +292,7 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
     parts: list[tuple[str, FloatArray]] = []
     # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
     ssn.score_mask = mask
+    ssn.score_count = None if count is None else (mask, count)
     try:
         for plugin, fn in ssn.enabled("vector_score"):
             raw = fn(task)
@@ -306,6 +308,7 @@ def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
                 parts.append((plugin, np.asarray(raw, dtype=np.float64)))
     finally:
         ssn.score_mask = None
+        ssn.score_count = None
     if total is None:
         total = np.zeros(n, dtype=np.float64) if ints is None else np.array(ints, dtype=np.float64)
     scalar = ssn.enabled("node_order")
@@ -340,7 +343,7 @@ def select_best(ssn: Session, task: TaskInfo, mask: BoolArray) -> NodeInfo | Non
         return None
     if count == 1 and ssn.explain is None:
         return ssn.nodes[int(np.flatnonzero(mask)[0])]
-    total = score_nodes(ssn, task, mask)
+    total = score_nodes(ssn, task, mask, count)
     best_fns = ssn.enabled("best_node")
     if best_fns:
         scores = {ssn.nodes[i].name: float(total[i]) for i in np.flatnonzero(mask).tolist()}
@@ -357,7 +360,6 @@ def _top(total: FloatArray, mask: BoolArray, count: int) -> IntArray:
     """The candidates with the highest total, in node order (with every node a candidate, read in place)."""
     if count == len(total):
         return np.flatnonzero(total == total.max())
-    idx = np.flatnonzero(mask)
-    sub = total[idx]
-    top: IntArray = idx[sub == sub.max()]
-    return top
+    # the others' totals below every candidate's: one pass over the nodes, not a gather of the candidates
+    among = np.where(mask, total, -np.inf)
+    return np.flatnonzero(among == among.max())

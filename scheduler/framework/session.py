@@ -161,6 +161,8 @@ class Session:
         self.action_arguments: Mapping[str, Any] = {}
         # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
         self.score_mask: npt.NDArray[np.bool_] | None = None
+        # that mask and how many nodes it holds, once counted (scoring_count)
+        self.score_count: tuple[npt.NDArray[np.bool_], int] | None = None
         # the resource checks of this session's pod shapes, kept per shape by the evaluation (evaluate.fits_now)
         self.fit_checks: FitChecks | None = None
         self._node_views: list[NodeView] | None = None
@@ -634,6 +636,16 @@ class Session:
         if mask is None or len(mask) != len(self.nodes):
             return np.ones(len(self.nodes), dtype=np.bool_)
         return mask
+
+    def scoring_count(self) -> int:
+        """How many nodes :meth:`scoring_mask` holds: counted once per mask (the scorers of a pod each ask)."""
+        mask = self.score_mask
+        if mask is None or len(mask) != len(self.nodes):
+            return len(self.nodes)
+        kept = self.score_count
+        if kept is None or kept[0] is not mask:
+            kept = self.score_count = (mask, int(np.count_nonzero(mask)))
+        return kept[1]
 
     def node_views(self) -> list[NodeView]:
         """The nodes' views in node order, made once per session (the session's nodes and their views do not

@@ -191,6 +191,11 @@ class LoadAwareState:
         self.cache = cache
         self.metrics = metrics
         self.weights = np.array([args.resource_weights.get(r, 0) for r in self.names], dtype=np.int64)
+        # what the score reads of the weights for every pod, worked out once: as Python integers, their sum with
+        # the dominant resource's weight, and whether anything is weighted
+        self._weight_list: list[int] = self.weights.tolist()
+        self._weight_sum = sum(self._weight_list) + args.dominant_resource_weight
+        self._weighted = any(self._weight_list) or args.dominant_resource_weight != 0
         self.profiles = list(profiles)
         self.thr_plain, self.thr_prod, self.prod_enabled, self.agg_used = thresholds
         # waterline percent per node/resource (0 = none), lowered by the margin; off without respectWaterlines
@@ -507,13 +512,13 @@ class LoadAwareState:
         """Scores of every node, or of ``rows`` only (each row depends on that node alone)."""
         n = len(self.node_names) if rows is None else len(rows)
         dominant = self.args.dominant_resource_weight
-        if n == 0 or (not self.weights.any() and dominant == 0):
+        if n == 0 or not self._weighted:
             return np.zeros(n, dtype=np.int64)
         prod_pod = self.args.score_according_prod_usage and is_prod
         load = self.load_prod if prod_pod else self.load_score
         alloc = self.allocatable
         if rows is not None and len(rows) <= ROW_BY_ROW:
-            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist(), self.weights.tolist()),
+            return np.array(self._score_rows(rows.tolist(), load, estimate.tolist(), self._weight_list),
                             dtype=np.int64)
         valid = self._scored()
         if rows is not None:
@@ -531,7 +536,7 @@ class LoadAwareState:
         total = s @ self.weights   # integer products and sums, exact
         if dominant:
             total = total + dominant * np.minimum(s.min(axis=1, initial=100), 100)
-        wsum = int(self.weights.sum()) + dominant
+        wsum = self._weight_sum
         if wsum <= 0:
             return np.zeros(n, dtype=np.int64)
         out: IntArray = total // wsum
@@ -550,10 +555,10 @@ class LoadAwareState:
                       weight: int = 1) -> Callable[[list[int]], list[int]]:
         """:meth:`score` of some nodes times ``weight``, as Python integers, for the pods of a run with this
         estimate: what depends on the pod alone is worked out once, and a few nodes are scored without arrays."""
-        if not self.weights.any() and self.args.dominant_resource_weight == 0:
+        if not self._weighted:
             return lambda at: [0] * len(at)
         prod_pod = self.args.score_according_prod_usage and is_prod
-        est, weights = estimate.tolist(), self.weights.tolist()
+        est, weights = estimate.tolist(), self._weight_list
 
         def rows(at: list[int]) -> list[int]:
             if len(at) > ROW_BY_ROW:

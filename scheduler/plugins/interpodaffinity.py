@@ -400,7 +400,7 @@ class InterPodAffinityCheck:
         kept = self._existing_scores.get(group_key(task.pod))
         if kept is None or kept.raw is not raw:
             return _min_max(raw, mask)
-        every = int(np.count_nonzero(mask))
+        every = self.ssn.scoring_count()
         if every == self.n:
             return kept.normalised()
         if every and kept.extremes_among(mask):

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework.evaluate import score_nodes
+from scheduler.framework.session import Session
 
 
 class _Session:
@@ -60,3 +61,24 @@ def test_totals_equal_the_float_sum_in_order(n: int, layout: list[str], seed: in
     assert got.dtype == np.float64
     assert got.tolist() == _sequential(kept, n).tolist()
     assert all(np.array_equal(s, k) for s, k in zip(scores, kept, strict=True))   # no plugin's scores changed
+
+
+@settings(max_examples=50, deadline=None)
+@given(picks=st.lists(st.booleans(), min_size=1, max_size=12), told=st.booleans())
+def test_scorers_read_the_mask_count(picks: list[bool], told: bool) -> None:
+    """The scorers of a pod read how many nodes are scored from the session: the count select_best made when it
+    tells score_nodes, else counted once; none is left behind once the pod is scored."""
+    n = len(picks)
+    mask = np.array(picks, dtype=np.bool_)
+    seen: list[int] = []
+
+    class _Counting(_Session):
+        scoring_count = Session.scoring_count
+
+    ssn = _Counting(n, [])
+    ssn.score_count = None
+    ssn._fns = [("p", lambda task: seen.append(ssn.scoring_count()) or np.zeros(n, dtype=np.int64))] * 2
+    score_nodes(ssn, None, mask, int(mask.sum()) if told else None)  # type: ignore[arg-type]
+    assert seen == [int(np.count_nonzero(mask))] * 2
+    assert ssn.score_mask is None and ssn.score_count is None
+    assert ssn.scoring_count() == n   # outside score_nodes: every node
