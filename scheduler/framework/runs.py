@@ -85,7 +85,9 @@ RowsKey = Callable[[TaskInfo], Hashable]
 RowsMoved = Callable[[TaskInfo], bool]
 # how many signatures' kept states live at once (the most recently used)
 SLOTS = 64
-# past this fraction of the nodes changed since a signature's last pod, its kept state is made anew from the vectors
+# past this many entries of the arrays' change log since a signature's last pod (or this fraction of the nodes, if
+# more), its kept state is made anew from the vectors rather than caught up
+RESEED_ENTRIES = 64
 RESEED_FRACTION = 0.25
 # metadata fields that name one pod among identical ones (the creation time too: no plugin that gives RowsOf for a
 # pod reads it)
@@ -307,7 +309,8 @@ class SignatureRuns:
     def _current(self, kept: _Kept) -> bool:
         """Whether the kept state may catch up: the session's arrays, not too far behind."""
         arrays = self.ssn.arrays
-        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= RESEED_FRACTION * len(arrays)
+        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= max(RESEED_ENTRIES,
+                                                                                RESEED_FRACTION * len(arrays))
 
     def _declaring_keys(self) -> list[RowsKey | None] | None:
         """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order, each
