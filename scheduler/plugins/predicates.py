@@ -182,12 +182,15 @@ class Predicates:
                     for i, ports in used.items():
                         clash[i] = ports_conflict(wanted, ports)
                     out.add(clash, (Code.UNSCHEDULABLE, PORTS_REASON))
+            # the filters' shared all-pass answer (no term or hard constraint keeps the pod from any node) adds nothing
             if pod_affinity is not None:
                 res = pod_affinity.filter(task)
-                out.add_passing(res.passed, res)
+                if res is not pod_affinity.everywhere:
+                    out.add_passing(res.passed, res)
             if spread is not None:
                 res = spread.filter(task)
-                out.add_passing(res.passed, res)
+                if res is not spread.everywhere:
+                    out.add_passing(res.passed, res)
             return out.result()
 
         def rows_of(task: TaskInfo) -> RowFn | None:
