@@ -119,6 +119,22 @@ class _Collector:
         return FilterResult(~self.failed, lazy=self.reasons)
 
 
+class _KeptPasses:
+    """Whether a kept answer passes every node, counted once per answer for the session: the node affinity and
+    toleration answers are read-only masks shared by every pod alike (a writable mask is counted each time)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[BoolArray, bool]] = {}
+
+    def everywhere(self, mask: BoolArray) -> bool:
+        if mask.flags.writeable:
+            return int(np.count_nonzero(mask)) == len(mask)
+        hit = self._seen.get(id(mask))
+        if hit is None:   # the mask is held with its answer: no other object takes its id while it is kept here
+            hit = self._seen[id(mask)] = (mask, int(np.count_nonzero(mask)) == len(mask))
+        return hit[1]
+
+
 def _cordoned(views: Sequence[NodeView]) -> BoolArray:
     """Which nodes are cordoned (read-only: sessions share it while their node views are the same objects)."""
     out = np.array([v.unschedulable for v in views], dtype=np.bool_)
@@ -161,6 +177,7 @@ class Predicates:
         taints = TaintCheck(ssn) if self.taints else None
         spread = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True, affinity, taints) if self.spread else None
         pod_affinity = InterPodAffinityCheck(ssn, spread=spread) if self.pod_affinity else None
+        kept = _KeptPasses()
 
         def predicate(task: TaskInfo) -> FilterResult:
             pod = task.pod
@@ -169,9 +186,13 @@ class Predicates:
             if any_cordoned and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
                 out.add(cordoned, (Code.UNRESOLVABLE, UNSCHEDULABLE_REASON))
             if affinity is not None:
-                out.add_passing(affinity.required(pod), (Code.UNRESOLVABLE, AFFINITY_REASON))
+                required = affinity.required(pod)
+                if not kept.everywhere(required):
+                    out.add(~required, (Code.UNRESOLVABLE, AFFINITY_REASON))
             if taints is not None:
-                out.add_passing(taints.passes(task), (Code.UNRESOLVABLE, UNTOLERATED_REASON))
+                tolerated = taints.passes(task)
+                if not kept.everywhere(tolerated):
+                    out.add(~tolerated, (Code.UNRESOLVABLE, UNTOLERATED_REASON))
             if self.node_ports:
                 wanted = host_ports(pod)
                 if wanted and index.with_host_ports:
