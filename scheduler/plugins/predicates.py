@@ -89,15 +89,17 @@ class _Collector:
     Only the failing masks are kept as the checks run: a node's reasons are made when asked for (the message of
     a pod that fails, ``explain``), not for every failing node of every pod."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, everywhere: FilterResult) -> None:
+        """``everywhere``: the answer when no node fails (shared, read-only)."""
         self.steps: list[tuple[BoolArray, FilterResult | tuple[Code, str]]] = []
-        self.failed = np.zeros(n, dtype=np.bool_)
+        self.everywhere = everywhere
+        self.failed: BoolArray | None = None   # made with the first failing node
 
     def add(self, failing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
         if not np.count_nonzero(failing):   # cheaper than failing.any() on a node-length mask
             return
         self.steps.append((failing, result))
-        self.failed |= failing
+        self.failed = failing.copy() if self.failed is None else np.logical_or(self.failed, failing, out=self.failed)
 
     def add_passing(self, passing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
         """:meth:`add` of the nodes ``passing`` leaves out; nothing to invert when every node passes."""
@@ -116,6 +118,8 @@ class _Collector:
         return out
 
     def result(self) -> FilterResult:
+        if self.failed is None:
+            return self.everywhere
         return FilterResult(~self.failed, lazy=self.reasons)
 
 
@@ -178,10 +182,12 @@ class Predicates:
         spread = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True, affinity, taints) if self.spread else None
         pod_affinity = InterPodAffinityCheck(ssn, spread=spread) if self.pod_affinity else None
         kept = _KeptPasses()
+        everywhere = FilterResult(np.ones(n, dtype=np.bool_))
+        everywhere.passed.flags.writeable = False
 
         def predicate(task: TaskInfo) -> FilterResult:
             pod = task.pod
-            out = _Collector(n)
+            out = _Collector(everywhere)
             out.add(max_pods <= index.pod_count, (Code.UNSCHEDULABLE, POD_NUMBER_REASON))
             if any_cordoned and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
                 out.add(cordoned, (Code.UNRESOLVABLE, UNSCHEDULABLE_REASON))
