@@ -19,7 +19,7 @@ from common.podshape import check_pod, check_strings
 from common.podspec import pod_resources
 from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
-from common.slots import slot_filler
+from common.slots import slot_maker
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -316,33 +316,19 @@ class PodView:
         prio = spec.get("priority")
         created, started = meta.get("creationTimestamp"), status.get("startTime")
         koord = koord_qos(obj, resources.qos)
-        return _pod_view(
-            namespace=ns,
-            name=name,
-            uid=str(meta.get("uid", "")),
-            labels=dict(meta.get("labels") or {}),
-            annotations=dict(meta.get("annotations") or {}),
-            node_name=str(spec.get("nodeName", "") or ""),
-            phase=str(status.get("phase", "Pending") or "Pending"),
-            priority=_integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0,
-            priority_class_name=str(spec.get("priorityClassName", "") or ""),
-            scheduler_name=str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
-            qos=resources.qos,
-            koord_qos=koord,
-            priority_class=pod_priority_class(obj, koord),
-            requests=resources.requests,
-            nonzero_requests=resources.nonzero_requests,
-            limits=resources.limits,
-            owner_kind=owner_kind,
-            creation_time=_time(created, f"{where}: metadata.creationTimestamp") if created else None,
-            start_time=_time(started, f"{where}: status.startTime") if started else None,
-            deleting=bool(meta.get("deletionTimestamp")),
-            ready=ready,
-            node_selector=dict(spec.get("nodeSelector") or {}),
-            tolerations=tuple(spec.get("tolerations") or ()),
-            affinity=dict(spec.get("affinity") or {}),
-            raw=obj,
-        )
+        # PodView's fields in their order (see _make_pod_view)
+        return _make_pod_view(
+            ns, name, str(meta.get("uid", "")), dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
+            str(spec.get("nodeName", "") or ""), str(status.get("phase", "Pending") or "Pending"),
+            _integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0,
+            str(spec.get("priorityClassName", "") or ""),
+            str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
+            resources.qos, koord, pod_priority_class(obj, koord), resources.requests, resources.nonzero_requests,
+            resources.limits, owner_kind,
+            _time(created, f"{where}: metadata.creationTimestamp") if created else None,
+            _time(started, f"{where}: status.startTime") if started else None,
+            bool(meta.get("deletionTimestamp")), ready, dict(spec.get("nodeSelector") or {}),
+            tuple(spec.get("tolerations") or ()), dict(spec.get("affinity") or {}), obj)
 
     def refreshed(self, obj: Mapping[str, Any]) -> PodView | None:
         """``PodView.parse(obj)`` made from this view, for ``obj`` a new version of its pod that changed only what
@@ -353,7 +339,9 @@ class PodView:
         old = self.raw
         meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
         old_meta, old_spec = old.get("metadata") or {}, old.get("spec") or {}
-        if not _is_map(meta) or not _is_map(spec) or not _same_but(spec, old_spec, "nodeName"):
+        # a plain dict (parsed JSON) is told without a call
+        if ((type(meta) is not dict and not _is_map(meta)) or (type(spec) is not dict and not _is_map(spec))
+                or not _same_but(spec, old_spec, "nodeName")):
             return None
         for name in _KEPT_META:
             now, was = meta.get(name), old_meta.get(name)
@@ -361,7 +349,7 @@ class PodView:
                 return None
         if status is None:
             status = {}
-        elif not _is_map(status):
+        elif type(status) is not dict and not _is_map(status):
             return None
         try:
             labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))
@@ -370,15 +358,13 @@ class PodView:
             start_time = _time(status.get("startTime"), "status.startTime")
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
-        return _pod_view(
-            namespace=self.namespace, name=self.name, uid=self.uid, labels=labels, annotations=annotations,
-            node_name=str(spec.get("nodeName", "") or ""), phase=str(status.get("phase", "Pending") or "Pending"),
-            priority=self.priority, priority_class_name=self.priority_class_name, scheduler_name=self.scheduler_name,
-            qos=self.qos, koord_qos=koord, priority_class=priority_class, requests=self.requests,
-            nonzero_requests=self.nonzero_requests, limits=self.limits, owner_kind=self.owner_kind,
-            creation_time=self.creation_time, start_time=start_time, deleting=bool(meta.get("deletionTimestamp")),
-            ready=ready, node_selector=self.node_selector, tolerations=self.tolerations, affinity=self.affinity,
-            raw=obj)
+        # PodView's fields in their order (see _make_pod_view)
+        return _make_pod_view(
+            self.namespace, self.name, self.uid, labels, annotations, str(spec.get("nodeName", "") or ""),
+            str(status.get("phase", "Pending") or "Pending"), self.priority, self.priority_class_name,
+            self.scheduler_name, self.qos, koord, priority_class, self.requests, self.nonzero_requests, self.limits,
+            self.owner_kind, self.creation_time, start_time, bool(meta.get("deletionTimestamp")), ready,
+            self.node_selector, self.tolerations, self.affinity, obj)
 
     def _relabelled(self, obj: Mapping[str, Any], raw: Any,
                     was: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
@@ -402,14 +388,9 @@ class PodView:
         return self.annotations if annotations == self.annotations else annotations
 
 
-_fill_pod_view = slot_filler(PodView)
-
-
-def _pod_view(**values: Any) -> PodView:
-    """``PodView(**values)`` (every field given), its slots set directly instead of through the frozen dataclass's
-    ``object.__setattr__`` per field: a view is made for every new pod and every bind."""
-    view: PodView = _fill_pod_view(object.__new__(PodView), **values)
-    return view
+# ``PodView(*values)`` (every field given, by position: keywords cost a Python call as much again), made as its
+# slotted twin and turned into a PodView (common.slots): a view is made for every new pod and every bind
+_make_pod_view: Callable[..., PodView] = slot_maker(PodView)
 
 
 # the metadata a refreshed pod view keeps (PodView.refreshed): a version changing any of them is parsed in full
@@ -576,8 +557,7 @@ class NodeMetricView:
         nm = _map(status.get("nodeMetric"), f"{where}: status.nodeMetric")
         policy = _map((obj.get("spec") or {}).get("metricCollectPolicy"), f"{where}: spec.metricCollectPolicy")
         # its slots set directly (one view per report the scheduler's cache takes in: every node, every minute)
-        view: NodeMetricView = _fill_node_metric_view(
-            object.__new__(cls),
+        view: NodeMetricView = _make_node_metric_view(
             name,
             _time(status.get("updateTime"), f"{where}: status.updateTime"),
             _node_usage(nm, where, status.get("podsMetric")),
@@ -594,7 +574,7 @@ class NodeMetricView:
         return view
 
 
-_fill_node_metric_view = slot_filler(NodeMetricView)
+_make_node_metric_view = slot_maker(NodeMetricView)
 
 
 def _node_usage(nm: Mapping[str, Any], where: str, pods: Any) -> Resources:

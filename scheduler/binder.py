@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from common.backoff import Backoff
 from common.cluster import ApiError, Cluster, Conflict, EventRecord, NotFound, TooManyRequests
 from common.objects import PodView
-from common.slots import slot_filler
+from common.slots import slot_maker
 from scheduler.cache import SchedulerCache
 from scheduler.framework.api import TaskInfo
 
@@ -55,15 +55,14 @@ class EventLimiter:
             del self._last[k]
 
 
-_fill_event = slot_filler(EventRecord)
+_make_event = slot_maker(EventRecord)
 
 
 def _event(kind: str, name: str, namespace: str, reason: str, message: str, type_: str, uid: str, component: str,
            action: str) -> EventRecord:
     """``EventRecord(kind, name, namespace, reason, message, type_, uid, component, action)``, its slots set
     directly instead of through the frozen dataclass's ``object.__setattr__`` per field (an event per bind)."""
-    event: EventRecord = _fill_event(object.__new__(EventRecord), kind, name, namespace, reason, message, type_, uid,
-                                     component, action, {})
+    event: EventRecord = _make_event(kind, name, namespace, reason, message, type_, uid, component, action, {})
     return event
 
 

@@ -217,14 +217,17 @@ class NodeArrays:
 
 
 class _Rows:
-    """One signature's values, how much of the change log they have seen, and the rows to compute anew besides
-    the log's: a mask over the nodes, set when the cache was carried into another session (:meth:`RowCache.carry`;
-    shared between entries, never written in place)."""
+    """One signature's values, a read-only view of them (what :meth:`RowCache.read` hands out: the values are
+    updated in place), how much of the change log they have seen, and the rows to compute anew besides the log's:
+    a mask over the nodes, set when the cache was carried into another session (:meth:`RowCache.carry`; shared
+    between entries, never written in place)."""
 
-    __slots__ = ("value", "seen", "stale")
+    __slots__ = ("value", "frozen", "seen", "stale")
 
     def __init__(self, value: Values, seen: int) -> None:
         self.value = value
+        self.frozen = value.view()
+        self.frozen.flags.writeable = False
         self.seen = seen
         self.stale: npt.NDArray[np.bool_] | None = None
 
@@ -260,17 +263,15 @@ class RowCache:
     def get(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
         """The values of ``key``'s signature over every node, brought up to date: a copy the caller may keep and
         change."""
-        return self._current(key, compute).copy()
+        return self._current(key, compute).value.copy()
 
     def read(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
         """:meth:`get` without the copy, for a caller that reads the values at once: read-only, and holding only
         until the cache's next ``get`` or ``read`` (the cache updates its values in place)."""
-        out = self._current(key, compute).view()
-        out.flags.writeable = False
-        return out
+        return self._current(key, compute).frozen
 
-    def _current(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> Values:
-        """The kept values of ``key`` (made by ``compute(None)``, in the dtype it gives), their changed rows redone."""
+    def _current(self, key: Hashable, compute: Callable[[IntArray | None], Values]) -> _Rows:
+        """The kept entry of ``key`` (made by ``compute(None)``, in the dtype it gives), its changed rows redone."""
         log = self.arrays.changes
         entries = self._entries
         hit = entries.pop(key, None)
@@ -286,7 +287,7 @@ class RowCache:
             hit.seen = len(log)
             hit.stale = None
         entries[key] = hit   # most recently used last
-        return hit.value
+        return hit
 
     def carry(self, arrays: NodeArrays, changed: IntArray) -> None:
         """Follow another session's ``arrays`` (the same rows and columns): every entry recomputes, when its

@@ -102,6 +102,7 @@ FITS_IDLE, FITS_FUTURE = 1, 2
 # Python integers; past it the changed rows are checked as a vector, which costs about what NumPy calls on a few
 # rows do
 ROW_BY_ROW = 4
+_LEAST = int(np.iinfo(np.int64).min)
 
 
 def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArray:
@@ -110,22 +111,19 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArra
     integer (a byte per node: the answers over every node are read with byte-wide operations)."""
     if rows is not None and len(rows) <= ROW_BY_ROW:
         return np.array(_fit_rows(arr, vec, rows), dtype=np.uint8)
-    # the matrices transposed are [columns, nodes]: one gather reads every column's values of the rows
-    idle = arr.idle.T if rows is None else arr.idle.T[:, rows]
-    future = idle + (arr.releasing.T if rows is None else arr.releasing.T[:, rows])
-    future -= arr.pipelined.T if rows is None else arr.pipelined.T[:, rows]
-    fits_idle: BoolArray | None = None
-    fits_future: BoolArray | None = None
-    for j, v in fit_needs(arr, vec):
-        if fits_idle is None or fits_future is None:
-            fits_idle, fits_future = idle[j] >= v, future[j] >= v
-        else:
-            fits_idle &= idle[j] >= v
-            fits_future &= future[j] >= v
-    if fits_idle is None or fits_future is None:   # nothing requested (that the check does not skip)
-        return np.full(idle.shape[1], FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
-    bits: BitsArray = fits_future.astype(np.uint8)
-    bits *= FITS_FUTURE
+    need = fit_needs(arr, vec)
+    if not need:   # nothing requested (that the check does not skip)
+        return np.full(len(arr) if rows is None else len(rows), FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
+    # every column compared at once: one not compared asks for the least int64, which any amount reaches
+    least = [_LEAST] * len(arr.columns)
+    for j, v in need:
+        least[j] = v
+    floor = np.array(least, dtype=np.int64)
+    idle = arr.idle if rows is None else arr.idle[rows]
+    fits_idle = (idle >= floor).all(axis=1)
+    future = idle + (arr.releasing if rows is None else arr.releasing[rows])
+    future -= arr.pipelined if rows is None else arr.pipelined[rows]
+    bits: BitsArray = np.multiply((future >= floor).all(axis=1), FITS_FUTURE, dtype=np.uint8)
     bits += fits_idle
     return bits
 
@@ -281,28 +279,38 @@ def _record(ssn: Session, task: TaskInfo) -> ExplainRecord:
     return ssn.explain.setdefault(task.key, ExplainRecord())
 
 
-def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray) -> FloatArray:
+def score_nodes(ssn: Session, task: TaskInfo, mask: BoolArray, count: int | None = None) -> FloatArray:
     """Per-node total score (only meaningful where ``mask``): the sum of every enabled scorer (docs/design/scheduler.md
-    §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated."""
+    §2.6), in float64 as Volcano sums node-order scores: a fractional score (binpack 50.5) is kept, not truncated.
+    ``count``: how many nodes ``mask`` holds, when the caller knows (the scorers read it, ``Session.scoring_count``)."""
     n = len(ssn.nodes)
     total: FloatArray | None = None
+    # the leading integer scores, summed in int64 before they are made float64: integers far below 2**53 sum to
+    # the same float64 in any order, each partial sum exact
+    ints: IntArray | None = None
     explain = ssn.explain is not None
     parts: list[tuple[str, FloatArray]] = []
     # scorers that normalise across nodes (kube's NormalizeScore) do so over the nodes being scored only
     ssn.score_mask = mask
+    ssn.score_count = None if count is None else (mask, count)
     try:
         for plugin, fn in ssn.enabled("vector_score"):
             raw = fn(task)
-            if total is None:   # the first scores as float64: what 0.0 plus each of them gives
-                total = np.array(raw, dtype=np.float64)
+            if total is None and raw.dtype.kind == "i":
+                ints = raw if ints is None else np.add(ints, raw, dtype=np.int64)
+            elif total is None:   # the first scores as float64: what 0.0 plus each of them gives
+                total = np.array(raw if ints is None else ints, dtype=np.float64)
+                if ints is not None:
+                    total += raw
             else:
                 total += raw   # each value cast to float64 as it is added, as np.asarray(raw, float64) would
             if explain:
                 parts.append((plugin, np.asarray(raw, dtype=np.float64)))
     finally:
         ssn.score_mask = None
+        ssn.score_count = None
     if total is None:
-        total = np.zeros(n, dtype=np.float64)
+        total = np.zeros(n, dtype=np.float64) if ints is None else np.array(ints, dtype=np.float64)
     scalar = ssn.enabled("node_order")
     if scalar:
         idx = np.flatnonzero(mask).tolist()
@@ -335,7 +343,7 @@ def select_best(ssn: Session, task: TaskInfo, mask: BoolArray) -> NodeInfo | Non
         return None
     if count == 1 and ssn.explain is None:
         return ssn.nodes[int(np.flatnonzero(mask)[0])]
-    total = score_nodes(ssn, task, mask)
+    total = score_nodes(ssn, task, mask, count)
     best_fns = ssn.enabled("best_node")
     if best_fns:
         scores = {ssn.nodes[i].name: float(total[i]) for i in np.flatnonzero(mask).tolist()}
@@ -352,7 +360,6 @@ def _top(total: FloatArray, mask: BoolArray, count: int) -> IntArray:
     """The candidates with the highest total, in node order (with every node a candidate, read in place)."""
     if count == len(total):
         return np.flatnonzero(total == total.max())
-    idx = np.flatnonzero(mask)
-    sub = total[idx]
-    top: IntArray = idx[sub == sub.max()]
-    return top
+    # the others' totals below every candidate's: one pass over the nodes, not a gather of the candidates
+    among = np.where(mask, total, -np.inf)
+    return np.flatnonzero(among == among.max())

@@ -35,7 +35,7 @@ from .status import FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
     from .evaluate import FitChecks
-    from .runs import RowsOf
+    from .runs import RowsKey, RowsOf
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
@@ -153,7 +153,7 @@ class Session:
         self.evicted: list[str] = []
         self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
             *_FLAGS, "victim_queue_order", "job_valid", "job_order_key", "vector_predicate_rows",
-            "vector_score_rows")}
+            "vector_score_rows", "vector_predicate_rows_key", "vector_score_rows_key")}
         self.event_handlers: list[EventHandler] = []
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._enabled_cache: dict[str, list[tuple[str, Any]]] = {}
@@ -161,6 +161,8 @@ class Session:
         self.action_arguments: Mapping[str, Any] = {}
         # the nodes the current score_nodes call scores: normalising scorers (kube NormalizeScore) range over these
         self.score_mask: npt.NDArray[np.bool_] | None = None
+        # that mask and how many nodes it holds, once counted (scoring_count)
+        self.score_count: tuple[npt.NDArray[np.bool_], int] | None = None
         # the resource checks of this session's pod shapes, kept per shape by the evaluation (evaluate.fits_now)
         self.fit_checks: FitChecks | None = None
         self._node_views: list[NodeView] | None = None
@@ -286,28 +288,30 @@ class Session:
         self._add("pre_predicate", plugin, fn)
 
     def add_vector_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], FilterResult],
-                                rows: RowsOf | None = None) -> None:
+                                rows: RowsOf | None = None, rows_key: RowsKey | None = None) -> None:
         """``rows`` (optional): the filter's passes on some nodes for a pod, where a node's depends on that node
-        alone (:mod:`.runs`: allocate then evaluates runs of identical pods node by node)."""
+        alone (:mod:`.runs`: allocate then evaluates pods of a signature seen before node by node); ``rows_key``:
+        what those rows read of the pod's labels (without it, the labels are part of the pod's signature)."""
         self._add("vector_predicate", plugin, fn)
-        self._add_rows("vector_predicate_rows", plugin, rows)
+        self._add_rows("vector_predicate_rows", plugin, rows, rows_key)
 
-    def _add_rows(self, kind: str, plugin: str, rows: RowsOf | None) -> None:
-        if rows is None:
-            self.fns[kind].pop(plugin, None)
-        else:
-            self.fns[kind][plugin] = rows
+    def _add_rows(self, kind: str, plugin: str, rows: RowsOf | None, key: RowsKey | None) -> None:
+        for table, value in ((kind, rows), (f"{kind}_key", key if rows is not None else None)):
+            if value is None:
+                self.fns[table].pop(plugin, None)
+            else:
+                self.fns[table][plugin] = value
 
     def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
         self._add("node_order", plugin, fn)
 
     def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray | FloatArray],
-                            rows: RowsOf | None = None) -> None:
+                            rows: RowsOf | None = None, rows_key: RowsKey | None = None) -> None:
         """A score for every node, already normalised and weighted as it should enter the sum: integers (kube's
-        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows`` (optional): the score on some
-        nodes for a pod, as :meth:`add_vector_predicate_fn` takes it."""
+        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows`` and ``rows_key`` (optional):
+        the score on some nodes for a pod (integers), as :meth:`add_vector_predicate_fn` takes them."""
         self._add("vector_score", plugin, fn)
-        self._add_rows("vector_score_rows", plugin, rows)
+        self._add_rows("vector_score_rows", plugin, rows, rows_key)
 
     def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, Mapping[str, float]], str | None]) -> None:
         self._add("best_node", plugin, fn)
@@ -641,6 +645,16 @@ class Session:
         if mask is None or len(mask) != len(self.nodes):
             return np.ones(len(self.nodes), dtype=np.bool_)
         return mask
+
+    def scoring_count(self) -> int:
+        """How many nodes :meth:`scoring_mask` holds: counted once per mask (the scorers of a pod each ask)."""
+        mask = self.score_mask
+        if mask is None or len(mask) != len(self.nodes):
+            return len(self.nodes)
+        kept = self.score_count
+        if kept is None or kept[0] is not mask:
+            kept = self.score_count = (mask, int(np.count_nonzero(mask)))
+        return kept[1]
 
     def node_views(self) -> list[NodeView]:
         """The nodes' views in node order, made once per session (the session's nodes and their views do not

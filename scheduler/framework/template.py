@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from common.objects import PodView, PriorityClassView
 from common.resources import CPU, MEMORY, PODS, Resources
-from common.slots import slot_filler
+from common.slots import slot_maker
 
 from .api import (
     PREEMPTABLE_KEY,
@@ -72,7 +72,8 @@ class TaskTemplate:
                 vectors.put(pod.requests, got)
         _, req, vec, nonzero, packed, best_effort, names = got
         prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
-        priority = pod.priority if "priority" in (pod.raw.get("spec") or {}) else 1
+        has_priority = "priority" in (pod.raw.get("spec") or {})
+        priority = pod.priority if has_priority else 1
         if prio_text is not None:
             try:
                 priority = int(prio_text)
@@ -80,30 +81,14 @@ class TaskTemplate:
                 pass
         flag = pod_flag(pod, PREEMPTABLE_KEY)
         job_id = job_id_of(pod)
-        template: TaskTemplate = _fill_template(
-            object.__new__(cls),
-            uid=pod.uid or pod.key,
-            resreq=req,
-            status=task_status_of(pod),
-            node_name=pod.node_name,
-            priority=priority,
-            preemptable=True if flag is None else flag.strip().lower() in ("true", "1", "yes"),
-            role=pod_flag(pod, TASK_SPEC_KEY) or "",
-            best_effort=best_effort,
-            vector=vec,
-            nonzero=nonzero,
-            nominated_node=str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""),
-            names=names,
-            job_id=job_id,
-            grouped=bool(pod.group_name),
-            terminal=pod.terminal,
-            scheduler_name=pod.scheduler_name,
-            job_name=job_id.split("/", 1)[1],
-            creation_time=pod.creation_time or 0.0,
-            priority_class_name=pod.priority_class_name,
-            spec_priority=pod.priority if "priority" in (pod.raw.get("spec") or {}) else None,
-            packed=packed,
-        )
+        spec_priority = pod.priority if has_priority else None
+        # TaskTemplate's fields in their order, by position (keywords cost as much again as the call)
+        template: TaskTemplate = _make_template(
+            pod.uid or pod.key, req, task_status_of(pod), pod.node_name, priority,
+            True if flag is None else flag.strip().lower() in ("true", "1", "yes"), pod_flag(pod, TASK_SPEC_KEY) or "",
+            best_effort, vec, nonzero, str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), names,
+            job_id, bool(pod.group_name), pod.terminal, pod.scheduler_name, job_id.split("/", 1)[1],
+            pod.creation_time or 0.0, pod.priority_class_name, spec_priority, packed)
         return template
 
     def rebound(self, was: PodView, pod: PodView) -> TaskTemplate | None:
@@ -117,8 +102,8 @@ class TaskTemplate:
                 or pod.priority_class_name != was.priority_class_name
                 or ("priority" in (pod.raw.get("spec") or {})) != ("priority" in (was.raw.get("spec") or {}))):
             return None
-        template: TaskTemplate = _fill_template(
-            object.__new__(TaskTemplate), self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
+        template: TaskTemplate = _make_template(
+            self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
             self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
             str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), self.names, self.job_id,
             self.grouped, pod.terminal, self.scheduler_name, self.job_name, self.creation_time,
@@ -141,8 +126,8 @@ class TaskTemplate:
                                 self.nominated_node, False, ""), renew)
 
 
-# TaskTemplate's constructor with each slot set directly (a template per new pod and per bind)
-_fill_template = slot_filler(TaskTemplate)
+# TaskTemplate's constructor made slot by slot (common.slots: a template per new pod and per bind)
+_make_template = slot_maker(TaskTemplate)
 
 
 # of a pod's requests object: (the pod's nonzero_requests object, resreq, vector, (nonzero cpu, nonzero memory),

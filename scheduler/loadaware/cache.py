@@ -16,7 +16,7 @@ from common.clock import parse_rfc3339
 from common.objects import NodeMetricView, PodView, ReportedPod, ReportedPods
 from common.qos import PriorityClass
 from common.resources import Resources
-from common.slots import slot_filler
+from common.slots import slot_maker
 
 from .args import LoadAwareArgs
 from .estimator import estimate_pod, estimate_vector
@@ -44,6 +44,10 @@ class AssignedPod:
     @property
     def has_estimate(self) -> bool:
         return any(self.estimate)
+
+
+# AssignedPod(...) made slot by slot (common.slots): an entry per pod placed, and per pod dated anew
+_make_assigned = slot_maker(AssignedPod)
 
 
 def _condition_time(pod: PodView, kind: str) -> float | None:
@@ -77,7 +81,7 @@ def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                  estimate: IntArray | None = None) -> AssignedPod:
     """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time); ``estimate``: the
     pod's :func:`estimate_row` when the caller kept it (per pod shape), else it is computed."""
-    return stamped_entry(pod, node, now, args, estimate)[0]
+    return _entry(pod, node, now, args, estimate)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,8 @@ class Stamp:
         if entry.timestamp == now:
             return entry
         deadline = entry.deadline if self.after_scheduled is None else now + self.after_scheduled
-        return AssignedPod(entry.key, entry.node, entry.estimate, entry.is_prod, now, deadline)
+        dated: AssignedPod = _make_assigned(entry.key, entry.node, entry.estimate, entry.is_prod, now, deadline)
+        return dated
 
 
 def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, bool]:
@@ -113,6 +118,14 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                   estimate: IntArray | None = None) -> tuple[AssignedPod, Stamp | None]:
     """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None);
     ``estimate``: the pod's :func:`estimate_row` when the caller kept it."""
+    entry, scheduled, from_timestamp = _entry(pod, node, now, args, estimate)
+    return entry, (Stamp(from_timestamp) if not scheduled else None)
+
+
+def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+           estimate: IntArray | None) -> tuple[AssignedPod, bool, int | None]:
+    """:func:`assigned_pod`, whether the pod has a PodScheduled time (else the entry is dated ``now``) and the
+    seconds after it its deadline falls (None: the deadline does not depend on that time)."""
     est = estimate_row(pod, args) if estimate is None else estimate
     scheduled = _condition_time(pod, "PodScheduled")
     timestamp = scheduled if scheduled is not None else now
@@ -128,9 +141,9 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
         from_timestamp = after_sched
-    entry = AssignedPod(pod.key, node, tuple(est.tolist()),
-                        pod.priority_class == PriorityClass.PROD, timestamp, deadline)
-    return entry, (Stamp(from_timestamp) if scheduled is None else None)
+    entry: AssignedPod = _make_assigned(pod.key, node, tuple(est.tolist()), pod.priority_class == PriorityClass.PROD,
+                                        timestamp, deadline)
+    return entry, scheduled is not None, from_timestamp
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,9 +333,9 @@ class MetricLoad:
         return out
 
 
-# MetricLoad(...) with its slots set directly, as a frozen dataclass's __init__ sets each through __setattr__ (one
+# MetricLoad(...) made slot by slot (common.slots), as a frozen dataclass's __init__ sets each through __setattr__ (one
 # per NodeMetric report the scheduler reads: every node, every session)
-_fill_metric_load = slot_filler(MetricLoad)
+_make_metric_load = slot_maker(MetricLoad)
 _PROD = PriorityClass.PROD.value   # a reported pod's priority text (an enum member's value is a property lookup)
 
 
@@ -361,9 +374,9 @@ def metric_load(metric: NodeMetricView, args: LoadAwareArgs) -> MetricLoad:
     if args.prod_usage_include_sys:
         sys_raw = ((metric.raw.get("status") or {}).get("nodeMetric") or {}).get("systemUsage") or {}
         base = _ints(Resources.parse(sys_raw.get("resources"), field="systemUsage"), names)
-    load: MetricLoad = _fill_metric_load(object.__new__(MetricLoad), node_usage, pod_usage, frozenset(prod_reported),
-                                         base, metric.update_time, float(metric.report_interval_seconds or 60),
-                                         metric.aggregated, tuple(names), {})
+    load: MetricLoad = _make_metric_load(node_usage, pod_usage, frozenset(prod_reported), base, metric.update_time,
+                                         float(metric.report_interval_seconds or 60), metric.aggregated,
+                                         tuple(names), {})
     return load
 
 

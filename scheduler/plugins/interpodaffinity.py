@@ -263,9 +263,8 @@ class InterPodAffinityCheck:
         self.ignore_existing_preferred = ignore_existing_preferred
         self._domains = spread if spread is not None else SpreadCheck(ssn, (), False)
         # per namespace and label set, while the counts of the terms selecting them are those they were made from
-        # (:meth:`ExistingTerms.stamp`): the existing terms' score and, once asked for, that score normalised over
-        # every node
-        self._existing_scores: dict[GroupKey, list[Any]] = {}
+        # (:meth:`ExistingTerms.stamp`): the existing terms' score and what is made of it for normalising
+        self._existing_scores: dict[GroupKey, _KeptScore] = {}
         # the answer of a pod no term keeps from any node (shared, so not to be changed)
         passes = np.ones(self.n, dtype=np.bool_)
         passes.flags.writeable = False
@@ -299,7 +298,8 @@ class InterPodAffinityCheck:
         if terms is None:
             return FilterResult(np.zeros(n, dtype=np.bool_),
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
-        if not (terms.required_affinity or terms.required_anti or self.index.with_affinity):
+        placed_anti = self._placed_anti(task.pod) if self.index.with_affinity else []
+        if not (terms.required_affinity or terms.required_anti or placed_anti):
             return self._passes
         out = Failures(n)
         if terms.required_affinity:
@@ -310,13 +310,16 @@ class InterPodAffinityCheck:
                 continue
             dom = self._per_domain(ids, ndom, self.index.counts((t.matcher,), include_terminating=True))
             out.fail((ids >= 0) & (dom[np.maximum(ids, 0)] > 0), Code.UNSCHEDULABLE, ANTI_AFFINITY_REASON)
-        if self.index.with_affinity:
-            by_term = self.existing.by_term()
-            for key in self.existing.matching(task.pod, group_key(task.pod)):
-                if key[0] == REQUIRED_ANTI:
-                    out.fail(self._domain_sums(key[1].topology_key, by_term[key]) > 0, Code.UNSCHEDULABLE,
-                             EXISTING_ANTI_AFFINITY_REASON)
+        by_term = self.existing.by_term()
+        for key in placed_anti:
+            out.fail(self._domain_sums(key[1].topology_key, by_term[key]) > 0, Code.UNSCHEDULABLE,
+                     EXISTING_ANTI_AFFINITY_REASON)
         return out.result()
+
+    def _placed_anti(self, pod: PodView) -> list[TermKey]:
+        """The placed pods' distinct required anti-affinity terms that select ``pod``: with none (and no required
+        terms of its own) the pod passes everywhere, whatever preferred terms are placed."""
+        return [key for key in self.existing.matching(pod, group_key(pod)) if key[0] == REQUIRED_ANTI]
 
     def _affinity_met(self, pod: PodView, required: Sequence[Term]) -> BoolArray:
         """The nodes in a domain holding a pod that matches all the required affinity terms, for every term; the
@@ -366,9 +369,8 @@ class InterPodAffinityCheck:
         (kept per namespace and label set while no count moves)."""
         group = group_key(pod)
         hit = self._existing_scores.get(group)
-        if hit is not None and not self.existing.moved_since(hit[0], self.existing.matching(pod, group)):
-            kept: IntArray = hit[1]
-            return kept
+        if hit is not None and not self.existing.moved_since(hit.stamp, self.existing.matching(pod, group)):
+            return hit.raw
         stamp = self.existing.stamp()
         weights = {REQUIRED_AFFINITY: self.hard_weight}
         if not self.ignore_existing_preferred:
@@ -383,26 +385,67 @@ class InterPodAffinityCheck:
             if weight:
                 score += weight * self._domain_sums(t.topology_key, by_term[key])
         score.flags.writeable = False
-        self._existing_scores[group] = [stamp, score, None]
+        self._existing_scores[group] = _KeptScore(stamp, score)
         return score
 
     def score(self, task: TaskInfo) -> IntArray:
         """0..100 per node, min-max normalised over the nodes being scored (0 elsewhere).  For a pod without
-        preferred terms of its own scored on every node, kept with the placed pods' terms' score it comes from."""
+        preferred terms of its own, kept with the placed pods' terms' score it comes from: over every node, and
+        over some nodes holding that score's highest and lowest values (the same extremes) as its product with
+        them."""
         raw = self.raw_score(task)
         if raw is None:
             return np.zeros(self.n, dtype=np.int64)
         mask = self.ssn.scoring_mask()
-        if np.count_nonzero(mask) != self.n:
-            return _min_max(raw, mask)
         kept = self._existing_scores.get(group_key(task.pod))
-        if kept is None or kept[1] is not raw:
+        if kept is None or kept.raw is not raw:
             return _min_max(raw, mask)
-        out: IntArray | None = kept[2]
-        if out is None:
-            out = kept[2] = _min_max(raw, mask)
-            out.flags.writeable = False
-        return out
+        every = self.ssn.scoring_count()
+        if every == self.n:
+            return kept.normalised()
+        if every and kept.extremes_among(mask):
+            out: IntArray = np.multiply(kept.normalised(), mask)
+            return out
+        return _min_max(raw, mask)
+
+
+class _KeptScore:
+    """The placed pods' terms' score of one namespace and label set (:meth:`InterPodAffinityCheck._existing_score`),
+    the :meth:`ExistingTerms.stamp` it was made at, and what is made of it when first asked for: its min-max
+    normalisation over every node, and the nodes holding its highest and lowest values."""
+
+    __slots__ = ("stamp", "raw", "_normalised", "_extremes")
+
+    def __init__(self, stamp: tuple[int, int], raw: IntArray) -> None:
+        self.stamp = stamp
+        self.raw = raw
+        self._normalised: IntArray | None = None
+        self._extremes: tuple[IntArray, IntArray] | None = None
+
+    def normalised(self) -> IntArray:
+        """:func:`_min_max` over every node (read-only)."""
+        if self._normalised is None:
+            raw = self.raw
+            self._normalised = _scaled(raw, int(raw.max()), int(raw.min()))
+            self._normalised.flags.writeable = False
+        return self._normalised
+
+    def extremes_among(self, mask: BoolArray) -> bool:
+        """Whether the nodes of ``mask`` hold the highest and the lowest score of every node: their min-max
+        normalisation is then the one over every node, 0 where ``mask`` does not hold."""
+        if self._extremes is None:
+            raw = self.raw
+            self._extremes = np.flatnonzero(raw == raw.max()), np.flatnonzero(raw == raw.min())
+        return all(_meets(mask, at) for at in self._extremes)
+
+
+# how many of the nodes holding an extreme are looked at first (most scored masks hold one of them)
+_FIRST_LOOK = 16
+
+
+def _meets(mask: BoolArray, at: IntArray) -> bool:
+    """Whether ``mask`` holds one of the nodes ``at``: the first few looked at, the rest only when none of those."""
+    return bool(mask[at[:_FIRST_LOOK]].any()) or bool(mask[at[_FIRST_LOOK:]].any())
 
 
 def _min_max(raw: IntArray, mask: BoolArray) -> IntArray:
@@ -413,12 +456,17 @@ def _min_max(raw: IntArray, mask: BoolArray) -> IntArray:
     if not every:
         return np.zeros(n, dtype=np.int64)
     among = raw if every == n else raw[mask]   # a copy is cheaper than reductions with where=
-    hi, lo = int(among.max()), int(among.min())
-    if hi - lo <= 0:
-        return np.zeros(n, dtype=np.int64)
-    out: IntArray = (100.0 * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
+    out = _scaled(raw, int(among.max()), int(among.min()))
     if every != n:
         np.multiply(out, mask, out=out)
+    return out
+
+
+def _scaled(raw: IntArray, hi: int, lo: int) -> IntArray:
+    """``100 * (s - lo) / (hi - lo)`` of every score, truncated (0 everywhere when ``hi`` is not above ``lo``)."""
+    if hi - lo <= 0:
+        return np.zeros(len(raw), dtype=np.int64)
+    out: IntArray = (100.0 * ((raw - lo).astype(np.float64) / float(hi - lo))).astype(np.int64)
     return out
 
 

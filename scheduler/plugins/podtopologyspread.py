@@ -173,6 +173,7 @@ class SpreadCheck:
         self._domains: dict[str, tuple[IntArray, int]] = {}
         # per topology key: the nodes carrying it, and whether every node is a domain of its own (row order)
         self._present: dict[str, BoolArray] = {}
+        self._shifted: dict[str, IntArray] = {}   # per key, the domain ids + 1 (0 for the nodes without the key)
         self._all_present: dict[str, bool] = {}
         self._sizes: dict[str, tuple[int, int]] = {}
         self._one_per_node: dict[str, bool] = {}
@@ -298,9 +299,13 @@ class SpreadCheck:
         ids, ndom = self.domains(c.spec.topology_key)
         eligible = self._eligible(pod, c)
         counting = has_all if eligible is None else has_all & eligible
-        where = ids[counting]
-        dom = np.bincount(where, weights=self._per_node(pod, c)[counting], minlength=ndom)
-        seen = np.bincount(where, minlength=ndom) > 0
+        # every node's count weighted by whether it counts, binned by domain id + 1 (the nodes without the key, id
+        # -1, in a slot of their own, dropped): no subscript of the counting nodes (integers, exact as float64)
+        shifted = self._shifted.get(c.spec.topology_key)
+        if shifted is None:
+            shifted = self._shifted[c.spec.topology_key] = ids + 1
+        dom = np.bincount(shifted, weights=np.multiply(self._per_node(pod, c), counting), minlength=ndom + 1)[1:]
+        seen = np.bincount(shifted, weights=counting, minlength=ndom + 1)[1:] > 0
         domains = int(np.count_nonzero(seen))
         min_count = dom[seen].min() if domains and domains >= c.spec.min_domains else 0
         self_match = 1 if c.spec.selector.matches(pod.labels) else 0
@@ -325,7 +330,7 @@ class SpreadCheck:
         mask = self.ssn.scoring_mask()
         has_all = None if system else self._has_all(soft)
         scored = mask if has_all is None else mask & has_all
-        every = int(np.count_nonzero(scored))
+        every = self.ssn.scoring_count() if has_all is None else int(np.count_nonzero(scored))
         out = self._kept_score(task.pod, plan, has_all, scored, every)
         if out is not None:
             return out

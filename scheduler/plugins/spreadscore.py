@@ -204,15 +204,14 @@ class KeptSoftScore:
         if not every:
             return np.zeros(n, dtype=np.int64)
         counts = self.histogram
-        if every != n:
-            unscored = np.bincount(self.combination[~scored], minlength=len(counts)).tolist()
-            counts = [c - u for c, u in zip(counts, unscored, strict=True)]
+        if every != n:   # the scored nodes per combination (counted as float64 weights: exact integers)
+            counts = [int(c) for c in np.bincount(self.combination, weights=scored, minlength=len(counts)).tolist()]
         table = self._table(self._weights(every, counts))
         among = [s for s, c in zip(table, counts, strict=True) if c]
         hi, lo = max(among), min(among)
         if hi == 0:
             return scored.astype(np.int64) * 100
-        out: IntArray = np.array([100 * (hi + lo - s) // hi for s in table], dtype=np.int64)[self.combination]
+        out: IntArray = np.array([100 * (hi + lo - s) // hi for s in table], dtype=np.int64).take(self.combination)
         if every != n:
             np.multiply(out, scored, out=out)
         return out

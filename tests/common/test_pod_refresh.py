@@ -167,14 +167,14 @@ def test_a_relabelled_pod_reads_its_koordinator_classes_again() -> None:
 
 
 def test_a_view_made_slot_by_slot_is_what_the_constructor_makes() -> None:
-    """``_pod_view`` sets every field ``PodView(...)`` sets, to the same value (raw included, which equality does
-    not compare)."""
+    """``_make_pod_view`` sets every field ``PodView(...)`` sets, to the same value (raw included, which equality
+    does not compare)."""
     from dataclasses import fields
 
-    from common.objects import _pod_view
+    from common.objects import _make_pod_view
 
     view = PodView.parse(_base())
     values = {f.name: getattr(view, f.name) for f in fields(PodView)}
-    made, direct = _pod_view(**values), PodView(**values)
+    made, direct = _make_pod_view(*values.values()), PodView(**values)
     assert type(made) is PodView and made == direct and made.raw is direct.raw
     assert all(getattr(made, f.name) is getattr(direct, f.name) for f in fields(PodView))

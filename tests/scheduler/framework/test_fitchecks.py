@@ -111,9 +111,10 @@ amounts = st.integers(-3000, 3000)
        max_size=4), ignored=st.lists(st.booleans(), min_size=4, max_size=4) | st.none(), every=st.booleans())
 def test_the_column_form_equals_the_matrix_check(n: int, seed: int, vec: list[int], ignored: list[bool] | None,
                                                  every: bool) -> None:
-    """Past the row-by-row limit the rows' columns are gathered at once and compared one column at a time: the
-    same bits as ``NodeArrays.fits`` on the gathered rows (negative idle, releasing and pipelined amounts, skipped
-    columns, a vector requesting nothing), for every node or for repeated, unsorted rows."""
+    """Past the row-by-row limit the rows are gathered at once and compared as whole rows (a column not compared
+    asks for the least int64): the same bits as ``NodeArrays.fits`` on the gathered rows (negative idle, releasing
+    and pipelined amounts, skipped columns, a vector requesting nothing), for every node or for repeated, unsorted
+    rows."""
     rng = np.random.default_rng(seed)
     arr = _arrays(n)
     for m in (arr.idle, arr.releasing, arr.pipelined):

@@ -1,5 +1,5 @@
 """select_best's candidates with the highest total: the same nodes, in the same order, whether every node is a
-candidate (read in place) or some are (read through their indices), so the random tie-break picks the same."""
+candidate (read in place) or some are (the others put below every candidate), so the random tie-break picks the same."""
 
 from __future__ import annotations
 

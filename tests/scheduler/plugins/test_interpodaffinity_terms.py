@@ -12,7 +12,7 @@ import pytest
 from common.objects import PodView
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code
-from scheduler.plugins.interpodaffinity import InterPodAffinityCheck, Term, pod_terms
+from scheduler.plugins.interpodaffinity import InterPodAffinityCheck, Term, _KeptScore, _min_max, pod_terms
 from scheduler.plugins.podtopologyspread import PodIndex
 from scheduler.predicates.podaffinity import AFFINITY_REASON, ANTI_AFFINITY_REASON, EXISTING_ANTI_AFFINITY_REASON
 from tests.scheduler.factories import node, pod, session
@@ -175,3 +175,19 @@ def test_term_index_equals_a_walk_over_the_placed_pods(seed: int) -> None:
             assert got == _walk_filter(ssn, task.pod), (step, task.key)
             assert all(res.found(j)[0][0] is (Code.UNRESOLVABLE if got[j] == AFFINITY_REASON else Code.UNSCHEDULABLE)
                        for j in range(len(ssn.nodes)) if got[j])
+
+
+def test_kept_extremes_are_looked_for_past_the_first_nodes() -> None:
+    """The nodes holding the placed terms' highest score are many (every node with none of their pods): a scored
+    mask holding only one far down their list still has the extremes of every node, and its normalisation is the
+    one over every node times the mask; without the lowest one it has not."""
+    raw = np.zeros(40, dtype=np.int64)
+    raw[5] = -3
+    kept = _KeptScore((0, 0), raw)
+    mask = np.zeros(40, dtype=np.bool_)
+    mask[[5, 30]] = True
+    assert kept.extremes_among(mask)
+    assert np.multiply(kept.normalised(), mask).tolist() == _min_max(raw, mask).tolist()
+    mask[5] = False
+    assert not kept.extremes_among(mask)
+    assert not kept.extremes_among(np.arange(40) == 5)
