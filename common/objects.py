@@ -339,7 +339,9 @@ class PodView:
         old = self.raw
         meta, spec, status = obj.get("metadata"), obj.get("spec"), obj.get("status")
         old_meta, old_spec = old.get("metadata") or {}, old.get("spec") or {}
-        if not _is_map(meta) or not _is_map(spec) or not _same_but(spec, old_spec, "nodeName"):
+        # a plain dict (parsed JSON) is told without a call
+        if ((type(meta) is not dict and not _is_map(meta)) or (type(spec) is not dict and not _is_map(spec))
+                or not _same_but(spec, old_spec, "nodeName")):
             return None
         for name in _KEPT_META:
             now, was = meta.get(name), old_meta.get(name)
@@ -347,7 +349,7 @@ class PodView:
                 return None
         if status is None:
             status = {}
-        elif not _is_map(status):
+        elif type(status) is not dict and not _is_map(status):
             return None
         try:
             labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))

@@ -14,8 +14,9 @@ import pickle
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar, cast
 
 from common.clock import Clock, SystemClock, parse_rfc3339, to_rfc3339
@@ -36,10 +37,12 @@ from common.cluster import (
 )
 from common.kinds import kind_info
 from common.selectors import LabelSelector, match_field_selector, parse_selector_string
+from common.slots import slot_maker
 
 __all__ = ["MemoryCluster"]
 
 _HISTORY = 50_000  # events kept for ``watch``, by default
+_NONE: Mapping[Any, Any] = MappingProxyType({})   # what an absent bucket or section reads as (never written)
 _T = TypeVar("_T")
 _Key = tuple[str, str]  # (namespace or "", name)
 
@@ -73,6 +76,10 @@ class _MemoryInformer:
 
     def has_synced(self) -> bool:
         return self.synced
+
+
+# WatchEvent(type, object) made slot by slot (common.slots): an event per write and informer
+_watch_event: Callable[[str, Mapping[str, Any]], WatchEvent] = slot_maker(WatchEvent)
 
 
 def _object_key(namespaced: bool, name: str, namespace: str | None) -> _Key:
@@ -117,7 +124,9 @@ class MemoryCluster:
         # (resourceVersion, kind, event type, the version): no object of its own per event
         self._history: deque[tuple[int, str, str, _Copies]] = deque(maxlen=history)
         self._subs: list[_Sub] = []
-        self._subs_by_kind: dict[str, list[_Sub]] = {}  # the same subscriptions, in the same order, by kind
+        # the same subscriptions, in the same order, by kind: a tuple made anew when one comes or goes, so an event
+        # walks it without a copy while a handler may stop an informer
+        self._subs_by_kind: dict[str, tuple[_Sub, ...]] = {}
         self._waiting = 0  # watch iterators waiting on the condition for new events
         self.events: list[EventRecord] = []
         self.bindings: list[tuple[str, str]] = []  # (ns/name, node), in order
@@ -147,7 +156,7 @@ class MemoryCluster:
         The history keeps the version's :class:`_Copies`, from which ``watch`` makes a copy when it delivers the
         event; a version nobody copies is never pickled.
         """
-        rv = int(obj["metadata"]["resourceVersion"])
+        rv = self._last_rv   # the version's: every write takes its resourceVersion just before it emits
         copies = copies or _Copies(obj)
         self._history.append((rv, kind, type_, copies))
         if self._waiting:
@@ -155,9 +164,9 @@ class MemoryCluster:
         subs = self._subs_by_kind.get(kind)
         if not subs:
             return
-        for sub in list(subs):  # a copy: a handler may stop an informer
+        for sub in subs:
             if sub.active and (sub.everything or self._matches(obj, sub.namespace, sub.field_selector)):
-                sub.handler(WatchEvent(type_, obj if sub.shared else copies.copy()))
+                sub.handler(_watch_event(type_, obj if sub.shared else copies.copy()))
 
     @staticmethod
     def _matches(obj: Mapping[str, Any], namespace: str | None, field_selector: str | None) -> bool:
@@ -298,7 +307,10 @@ class MemoryCluster:
         Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
         """
         new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
-        self._objects.setdefault(kind, {})[key] = new   # _bucket: the kind was checked to find the object
+        bucket = self._objects.get(kind)   # _bucket: the kind was checked to find the object
+        if bucket is None:
+            bucket = self._objects[kind] = {}
+        bucket[key] = new
         copies = _Copies(new)
         self._emit(kind, "MODIFIED", new, copies)
         return copies.copy() if copy_back else new
@@ -440,16 +452,18 @@ class MemoryCluster:
     def bind(self, namespace: str, name: str, node: str, *, uid: str | None = None) -> None:
         with self._lock:
             key = ("default" if not namespace else namespace, name)
-            cur = self._objects.setdefault("Pod", {}).get(key)
+            objects = self._objects
+            cur = objects.get("Pod", _NONE).get(key)
             if cur is None:
                 raise NotFound(f'pods "{name}" not found')
             if uid and cur["metadata"].get("uid") != uid:
                 raise Conflict(f'pods "{name}": uid mismatch (the pod was recreated)')
-            if cur.get("spec", {}).get("nodeName"):
+            spec = cur.get("spec", _NONE)
+            if spec.get("nodeName"):
                 raise Conflict(f'pod {namespace}/{name} is already assigned to node "{cur["spec"]["nodeName"]}"')
-            if ("", node) not in self._objects.setdefault("Node", {}):
+            if ("", node) not in objects.get("Node", _NONE):
                 raise NotFound(f'nodes "{node}" not found')
-            new = {**cur, "spec": {**cur.get("spec", {}), "nodeName": node}}  # copy-on-write
+            new = {**cur, "spec": {**spec, "nodeName": node}}  # copy-on-write
             if self.auto_run:
                 self._run_pod(new)
             self.bindings.append((f"{key[0]}/{name}", node))
@@ -547,14 +561,14 @@ class MemoryCluster:
             for obj in self._listed(sub.kind, sub.namespace, sub.field_selector, None):
                 sub.handler(WatchEvent("ADDED", obj if sub.shared else _copy_in(obj)))
             self._subs.append(sub)
-            self._subs_by_kind.setdefault(sub.kind, []).append(sub)
+            self._subs_by_kind[sub.kind] = (*self._subs_by_kind.get(sub.kind, ()), sub)
             inf.synced = True
 
     def _remove_sub(self, sub: _Sub) -> None:
         with self._lock:
             if sub in self._subs:
                 self._subs.remove(sub)
-                self._subs_by_kind[sub.kind].remove(sub)
+                self._subs_by_kind[sub.kind] = tuple(s for s in self._subs_by_kind[sub.kind] if s is not sub)
 
 
 class _Copies:

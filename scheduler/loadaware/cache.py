@@ -46,6 +46,10 @@ class AssignedPod:
         return any(self.estimate)
 
 
+# AssignedPod(...) made slot by slot (common.slots): an entry per pod placed, and per pod dated anew
+_make_assigned = slot_maker(AssignedPod)
+
+
 def _condition_time(pod: PodView, kind: str) -> float | None:
     for cond in (pod.raw.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind and cond.get("status") == "True" and cond.get("lastTransitionTime"):
@@ -77,7 +81,7 @@ def assigned_pod(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                  estimate: IntArray | None = None) -> AssignedPod:
     """The cache entry for a pod bound/reserved to ``node`` (estimate fixed at insertion time); ``estimate``: the
     pod's :func:`estimate_row` when the caller kept it (per pod shape), else it is computed."""
-    return stamped_entry(pod, node, now, args, estimate)[0]
+    return _entry(pod, node, now, args, estimate)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +96,8 @@ class Stamp:
         if entry.timestamp == now:
             return entry
         deadline = entry.deadline if self.after_scheduled is None else now + self.after_scheduled
-        return AssignedPod(entry.key, entry.node, entry.estimate, entry.is_prod, now, deadline)
+        dated: AssignedPod = _make_assigned(entry.key, entry.node, entry.estimate, entry.is_prod, now, deadline)
+        return dated
 
 
 def assigned_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs) -> tuple[AssignedPod, bool]:
@@ -113,6 +118,14 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                   estimate: IntArray | None = None) -> tuple[AssignedPod, Stamp | None]:
     """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None);
     ``estimate``: the pod's :func:`estimate_row` when the caller kept it."""
+    entry, scheduled, from_timestamp = _entry(pod, node, now, args, estimate)
+    return entry, (Stamp(from_timestamp) if not scheduled else None)
+
+
+def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
+           estimate: IntArray | None) -> tuple[AssignedPod, bool, int | None]:
+    """:func:`assigned_pod`, whether the pod has a PodScheduled time (else the entry is dated ``now``) and the
+    seconds after it its deadline falls (None: the deadline does not depend on that time)."""
     est = estimate_row(pod, args) if estimate is None else estimate
     scheduled = _condition_time(pod, "PodScheduled")
     timestamp = scheduled if scheduled is not None else now
@@ -128,9 +141,9 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
     elif after_sched and after_sched > 0:
         deadline = timestamp + after_sched
         from_timestamp = after_sched
-    entry = AssignedPod(pod.key, node, tuple(est.tolist()),
-                        pod.priority_class == PriorityClass.PROD, timestamp, deadline)
-    return entry, (Stamp(from_timestamp) if scheduled is None else None)
+    entry: AssignedPod = _make_assigned(pod.key, node, tuple(est.tolist()), pod.priority_class == PriorityClass.PROD,
+                                        timestamp, deadline)
+    return entry, scheduled is not None, from_timestamp
 
 
 @dataclass(frozen=True, slots=True)

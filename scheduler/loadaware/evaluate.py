@@ -94,12 +94,18 @@ def threshold_matrices(profiles: Sequence[ThresholdProfile], names: Sequence[str
 def node_rows(args: LoadAwareArgs, profile: ThresholdProfile, m: MetricLoad, pods: Iterable[AssignedPod]) -> NodeRows:
     """A node's existing load for the filter (on its profile's aggregation), prod pods and the score, from what
     :func:`metric_load` read of its NodeMetric and its assigned pods as dated for the session."""
+    plain, score = row_aggregations(args, profile)
+    has, packed = load_rows(m, pods, len(args.resource_names), plain, score)
+    return NodeRows.from_values(has, packed)
+
+
+def row_aggregations(args: LoadAwareArgs, profile: ThresholdProfile) -> tuple[tuple[str, float], tuple[str, float]]:
+    """The aggregations a node's rows read: the one its profile filters on (``("", 0.0)``: the plain usage) and
+    the score's."""
     prof = profile.aggregated
     agg = args.aggregated
-    has, packed = load_rows(m, pods, len(args.resource_names),
-                            (prof.aggregation_type, prof.duration) if prof else ("", 0.0),
-                            (agg.score_aggregation_type, agg.score_aggregated_duration))
-    return NodeRows.from_values(has, packed)
+    return ((prof.aggregation_type, prof.duration) if prof else ("", 0.0),
+            (agg.score_aggregation_type, agg.score_aggregated_duration))
 
 
 def _used_percent(used: int, estimate: int, divisor: float) -> int:
@@ -248,20 +254,33 @@ class LoadAwareState:
         self.load_score[at] = packed[:, 2 * k:]
 
     def _refresh(self, i: int) -> None:
+        """The node's rows computed anew from its NodeMetric and assigned pods (after a pod came or went), written
+        value by value where there are two resources (a row write converts a sequence: twice the cost)."""
         name = self.node_names[i]
         metric = self.metrics.get(name)
         if metric is None:
             return
-        rows = self._rows(i, metric, self.cache.pods_on(name))
-        if bool(self.has_status[i]) != rows.has_status:
+        m = metric_load(metric, self.args) if self._memo is None else self._memo.metric(metric)
+        k = len(self.names)
+        has, values = load_rows(m, self.cache.pods_on(name), k, *row_aggregations(self.args, self.profiles[i]))
+        if bool(self.has_status[i]) != has:
             self._static.clear()
             self._plain.clear()
             self._valid = None
-        self.has_status[i] = rows.has_status
-        k = len(self.names)
-        self.load_filter[i] = rows.values[:k]
-        self.load_prod[i] = rows.values[k:2 * k]
-        self.load_score[i] = rows.values[2 * k:]
+            self.has_status[i] = has
+        if k == 2:
+            f0, f1, p0, p1, s0, s1 = values
+            lf, lp, ls = self.load_filter, self.load_prod, self.load_score
+            lf[i, 0] = f0
+            lf[i, 1] = f1
+            lp[i, 0] = p0
+            lp[i, 1] = p1
+            ls[i, 0] = s0
+            ls[i, 1] = s1
+            return
+        self.load_filter[i] = values[:k]
+        self.load_prod[i] = values[k:2 * k]
+        self.load_score[i] = values[2 * k:]
 
     def reserve(self, entry: AssignedPod) -> None:
         self.cache.add(entry)

@@ -8,7 +8,7 @@ session's own future-idle check does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -109,13 +109,16 @@ def strategy_compute(ssn: Session, strategy: ScoringStrategy) -> tuple[ComputeOf
         return compute
 
     def rows_of(task: TaskInfo) -> RowFn:
+        compute = compute_of(task)
         if ref is None:
-            compute = compute_of(task)
             return lambda at: compute(np.array(at, dtype=np.int64)).tolist()
         scalar = ref
         pod = PodRows(strategy.names, task.pod, arr.columns, non_zero=True)
 
         def rows(at: list[int]) -> list[int]:
+            if len(at) > 1:   # the vector form (node by node itself up to where that costs less)
+                vector: list[int] = compute(np.array(at, dtype=np.int64)).tolist()
+                return vector
             return [scalar([(a, r, weights[k]) for a, r, k in pod.with_pod(arr.allocatable, arr.used,
                                                                             arr.nonzero_requested, i)])
                     for i in at]
@@ -136,6 +139,10 @@ def _scored_rows(ref: Callable[[Sequence[tuple[int, int, int]]], int], rows: Row
     return np.array([ref([(a, r + p, w) for a, r, p, w, o in zip(alloc, req, pod, weights, on, strict=True)
                           if o and a > 0])
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
+
+
+def _no_labels(task: TaskInfo) -> Hashable:
+    return ()
 
 
 class NodeResources:
@@ -182,9 +189,10 @@ class NodeResources:
         def fit_rows(task: TaskInfo) -> RowFn:
             return lambda at: fit(task, np.array(at, dtype=np.int64)).mask.tolist()
 
-        # each node's fit and score depend on its row of the node arrays alone
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows)
+        # each node's fit and score depend on its row of the node arrays alone, and on the pod's requests (its
+        # spec): not on its labels
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

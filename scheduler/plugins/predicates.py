@@ -20,7 +20,7 @@ change nothing.  Resource fit is not checked here: the actions (and ``noderesour
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -246,7 +246,16 @@ class Predicates:
                 return [bool(static[i]) and int(max_pods[i]) > int(count[i]) for i in at]
             return rows
 
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of)
+        # the labels the rows read: the placed pods' (anti-)affinity terms select by them, and hard default spread
+        # constraints apply to labelled pods
+        hard_defaults = spread is not None and any(c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+                                                   for c in spread.defaults)
+
+        def rows_key(task: TaskInfo) -> Hashable:
+            reads = hard_defaults or (pod_affinity is not None and bool(index.with_affinity))
+            return tuple(sorted(task.pod.labels.items())) if reads else ()
+
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

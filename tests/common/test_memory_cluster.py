@@ -1,4 +1,5 @@
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -160,3 +161,28 @@ def test_patch_conditions_without_conditions_writes_only_the_fields() -> None:
     c.create("Pod", pod("p"))
     got = c.patch_conditions("Pod", "p", [], namespace="ns", status={"nominatedNodeName": "n1"})
     assert got["status"] == {"phase": "Pending", "nominatedNodeName": "n1"}
+
+
+def test_a_handler_stopping_and_starting_informers_changes_who_gets_the_next_events_only() -> None:
+    """An event goes to the informers that were started when it was made: one a handler stops gets no more, one
+    it starts gets the object from its own list (once), and both see the next events as they then are."""
+    c = MemoryCluster(clock=FakeClock())
+    got: dict[str, list[tuple[str, str]]] = {"a": [], "b": [], "c": []}
+
+    def record(who: str) -> Callable[[WatchEvent], None]:
+        return lambda e: got[who].append((e.type, e.object["metadata"]["name"]))
+
+    b = c.informer("Node", record("b"))
+    late = c.informer("Node", record("c"))
+
+    def first(e: WatchEvent) -> None:
+        record("a")(e)
+        if not late.has_synced():
+            b.stop()
+            late.start()
+
+    c.informer("Node", first).start()
+    b.start()
+    c.create("Node", node("n1"))
+    c.create("Node", node("n2"))
+    assert got == {"a": [("ADDED", "n1"), ("ADDED", "n2")], "b": [], "c": [("ADDED", "n1"), ("ADDED", "n2")]}

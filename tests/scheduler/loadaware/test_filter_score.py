@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
+from common.objects import NodeMetricView
 from scheduler.loadaware.args import parse_loadaware_args
 from scheduler.loadaware.cache import AssignedPodCache, assigned_pod
 from scheduler.loadaware.estimator import estimate_pod, estimate_vector
@@ -322,3 +323,50 @@ def test_every_allocatable_positive_takes_the_unmasked_forms(
     full = s.packed(s.filter(est, is_prod=is_prod, is_daemonset=False))
     assert s.filter_packed(est, is_prod=is_prod).tolist() == full.tolist()
     assert s.filter_packed(est, is_prod=is_prod, rows=rows).tolist() == full[rows].tolist()
+
+
+_NODES = {f"r{i}": (8000, 32 * GI) for i in range(3)}
+
+
+def _row_metrics(seed: hst.DataObject) -> list[NodeMetricView]:
+    """A NodeMetric per node of ``_NODES``: with or without a status, an old or a recent update, some of the test's
+    pods reported (as prod or not)."""
+    out = []
+    for n in _NODES:
+        reported = [{"namespace": "default", "name": f"q{j}",
+                     "priority": seed.draw(hst.sampled_from(["koord-prod", ""])),
+                     "podUsage": {"resources": {"cpu": f"{seed.draw(hst.integers(0, 900))}m", "memory": "1Gi"}}}
+                    for j in seed.draw(hst.sets(hst.integers(0, 5), max_size=3))]
+        out.append(metric(n, cpu_milli=seed.draw(hst.integers(0, 4000)), memory=2 * GI,
+                          update=seed.draw(hst.sampled_from([900.0, 1005.0])), pods=reported,
+                          status=seed.draw(hst.booleans())))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(hst.data())
+def test_reserving_and_unreserving_keep_every_row_as_a_fresh_state_makes_it(data: hst.DataObject) -> None:
+    """``reserve``/``unreserve`` recompute only the node touched, written value by value: after every step each
+    node's has-status flag and filter, prod and score rows are those of a state made afresh from the same assigned
+    pods (prod and not, reported in a NodeMetric or not, with and without an aggregated profile).  A pod placed
+    again is unreserved first, as a session unplaces it: ``reserve`` refreshes only the node it reserves on."""
+    aggregated = {"usageThresholds": {"cpu": 70}, "usageAggregationType": "p95", "scoreAggregationType": "p95"}
+    raw = data.draw(hst.sampled_from([None, {"aggregated": aggregated}]))
+    args = parse_loadaware_args(raw)
+    metrics = _row_metrics(data)
+    st = state(args, _NODES, metrics)
+    names = list(_NODES)
+    for _ in range(data.draw(hst.integers(1, 8))):
+        j = data.draw(hst.integers(0, 5))
+        if data.draw(hst.booleans()):
+            p = pod(f"q{j}", requests={"cpu": f"{data.draw(hst.integers(0, 2000))}m", "memory": "1Gi"},
+                    priority=data.draw(hst.sampled_from([None, 9500])))
+            st.unreserve(p.key)   # as a session places a pod again: unplaced (and unreserved) first
+            st.reserve(assigned_pod(p, data.draw(hst.sampled_from(names)), 1010.0, args))
+        else:
+            st.unreserve(f"default/q{j}")
+        fresh_cache = AssignedPodCache()
+        fresh_cache.add_all([e for n in names for e in st.cache.pods_on(n)])
+        fresh = state(args, _NODES, metrics, cache=fresh_cache)
+        for rows in ("has_status", "load_filter", "load_prod", "load_score"):
+            assert getattr(st, rows).tolist() == getattr(fresh, rows).tolist(), rows
