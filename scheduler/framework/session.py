@@ -206,6 +206,13 @@ class Session:
             return list(self.jobs.values())
         return self._in_play.jobs(self.watched)
 
+    def unstamped_jobs(self) -> Sequence[JobInfo]:
+        """The jobs that may have no ``schedule_start`` (enqueue stamps them): every job when the session was not
+        opened from the carried state."""
+        if self._in_play is None:
+            return list(self.jobs.values())
+        return self._in_play.unstamped()
+
     def job_queue_names(self) -> list[str]:
         """Every queue holding a job, in the order of its first job."""
         if self._in_play is None:

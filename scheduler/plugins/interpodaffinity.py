@@ -275,7 +275,7 @@ class InterPodAffinityCheck:
         # the answer of a pod no term keeps from any node (shared, so not to be changed)
         passes = np.ones(self.n, dtype=np.bool_)
         passes.flags.writeable = False
-        self._passes = FilterResult(passes)
+        self.everywhere = FilterResult(passes)
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self._terms_memo, pod)
@@ -307,7 +307,7 @@ class InterPodAffinityCheck:
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
         placed_anti = self._placed_anti(task.pod) if self.index.with_affinity else []
         if not (terms.required_affinity or terms.required_anti or placed_anti):
-            return self._passes
+            return self.everywhere
         out = Failures(n)
         if terms.required_affinity:
             out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)

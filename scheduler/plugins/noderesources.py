@@ -34,7 +34,7 @@ from scheduler.scoring.resource_fit import (
     score_strategy,
 )
 
-__all__ = ["ComputeOf", "NodeResources", "strategy_parts", "strategy_scorer"]
+__all__ = ["ComputeOf", "NodeResources", "strategy_compute", "strategy_parts", "strategy_scorer"]
 
 NAME = "noderesources"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -70,6 +70,18 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
                              renewing=ssn.renewing)
+    compute_of, rows_of = strategy_compute(ssn, strategy)
+
+    def score(task: TaskInfo) -> IntArray:
+        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
+    return score, rows_of
+
+
+def strategy_compute(ssn: Session, strategy: ScoringStrategy) -> tuple[ComputeOf, Callable[[TaskInfo], RowFn]]:
+    """A scoring strategy's row-local computation for a pod, as a row cache takes it (what a cache of it keeps,
+    per pod requests and non-zero requests), and its scores on some nodes for a run of a pod."""
+    arr = ssn.arrays
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
     # least and most allocated over one vector per resource where every node keeps every configured resource
@@ -111,11 +123,7 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
                                                                             arr.nonzero_requested, i)])
                     for i in at]
         return rows
-
-    def score(task: TaskInfo) -> IntArray:
-        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
-        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
-    return score, rows_of
+    return compute_of, rows_of
 
 
 # the strategies whose vector form scores up to ROW_BY_ROW nodes with these scalar references
