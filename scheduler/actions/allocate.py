@@ -2,8 +2,8 @@
 
 A job is filled up to its gang minimum inside one statement; the statement is committed (bound) only when the job
 is ready, kept in session memory when it is merely pipelined, and discarded otherwise.  Nodes where the task fits
-what is idle now are preferred; nodes that fit only once releasing pods leave yield a pipelined task.  Runs of
-identical pods are evaluated only on the nodes each placement changed (:mod:`scheduler.framework.runs`).
+what is idle now are preferred; nodes that fit only once releasing pods leave yield a pipelined task.  Pods of a
+signature seen before are evaluated only on the nodes changed since its last pod (:mod:`scheduler.framework.runs`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scheduler.framework.api import JobInfo, NodeInfo, QueueInfo, TaskInfo, Task
 from scheduler.framework.evaluate import evaluate_nodes, pre_predicate, select_best, single_node
 from scheduler.framework.keyed import OrderedQueue
 from scheduler.framework.plugin import register_action
-from scheduler.framework.runs import IdenticalRun
+from scheduler.framework.runs import SignatureRuns
 from scheduler.framework.session import PriorityQueue, Session
 from scheduler.framework.statement import Statement
 from scheduler.framework.status import FitErrors
@@ -24,7 +24,8 @@ class Allocate:
     name = "allocate"
 
     def __init__(self, identical_runs: bool = True) -> None:
-        """``identical_runs``: evaluate runs of identical pods node by node (False: every pod on every node)."""
+        """``identical_runs``: evaluate pods of a signature seen before on the nodes changed since (False: every
+        pod on every node)."""
         self.identical_runs = identical_runs
 
     def execute(self, ssn: Session) -> None:
@@ -53,7 +54,7 @@ class Allocate:
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
 
-        run = IdenticalRun(ssn) if self.identical_runs else None
+        run = SignatureRuns(ssn) if self.identical_runs else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue):
@@ -71,9 +72,11 @@ class Allocate:
             queues.push(queue)
 
     def _allocate_tasks(self, ssn: Session, queue: QueueInfo, job: JobInfo,
-                        tasks: PriorityQueue[TaskInfo], run: IdenticalRun | None) -> Statement | None:
+                        tasks: PriorityQueue[TaskInfo], run: SignatureRuns | None) -> Statement | None:
         stmt = Statement(ssn)
         failed_roles: set[str] = set()
+        # a pod placed without the runs that changed more than its node for them: so would discarding it
+        unasked = False
         while not tasks.empty():
             task = tasks.pop()
             if task.status is not TaskStatus.PENDING:
@@ -96,8 +99,6 @@ class Allocate:
             node = self._nominated(ssn, task)
             placed = False
             fits: tuple[bool, bool] | None = None
-            if node is not None and run is not None:
-                run.forget()   # placed without the run: it may have changed more than its node for the run's pod
             picked = run.pick(task) if node is None and run is not None else None
             if picked is not None:
                 node, fits = picked[0], picked[1:]
@@ -118,11 +119,17 @@ class Allocate:
                 elif fits_future:
                     stmt.pipeline(task, node)
                     placed = True
+            if placed and picked is None and run is not None and run.moves(task):
+                # placed without the runs, changing more than its node for the signatures kept
+                run.forget()
+                unasked = True
             if placed and ssn.job_ready(job):
                 break
         if ssn.job_ready(job) or ssn.job_pipelined(job):
             return stmt
         stmt.discard()
+        if unasked and run is not None:
+            run.forget()
         return None
 
     @staticmethod

@@ -22,8 +22,8 @@ class Enqueue:
     name = "enqueue"
 
     def execute(self, ssn: Session) -> None:
-        jobs = ssn.jobs_in_play()   # the others are admitted and stamped
-        _stamp(jobs, ssn.now)
+        jobs = ssn.jobs_in_play()   # the others are admitted
+        _stamp(ssn.unstamped_jobs(), ssn.now)
         queues: PriorityQueue[QueueInfo] = ssn.queue_queue()
         # every queue holding a job, in the order of its first job: the others are never pushed
         for name in ssn.job_queue_names():
@@ -53,8 +53,8 @@ class Enqueue:
 
 def _stamp(jobs: Collection[JobInfo], now: float) -> None:
     """Stamp ``schedule_start`` on the jobs without one.  Not noted as a change (SingleJob): a carried job keeps
-    its stamp, so most sessions find none to stamp beyond those made anew (which are in play until stamped); the
-    jobs are sifted in C (a falsy stamp is checked for None)."""
+    its stamp, so a session is handed only the jobs made anew since it was stamped; the jobs are sifted in C (a
+    falsy stamp is checked for None)."""
     for job in filterfalse(_START, jobs):
         if job.schedule_start is None:
             object.__setattr__(job, "schedule_start", now)

@@ -20,6 +20,8 @@ applies a new pod; pods sharing a uid are not carried at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import attrgetter, is_not
 from typing import Any
 
 import numpy as np
@@ -40,6 +42,7 @@ __all__ = ["CarriedParts", "CarriedState", "Rebuild", "open_carried"]
 IntArray = npt.NDArray[np.int64]
 _Batch = tuple[list[int], list[IntArray], list[TaskStatus]]
 _KEY = "session.carried"
+_STAMP = attrgetter("schedule_start")
 
 
 class Rebuild(Exception):
@@ -90,8 +93,10 @@ class CarriedState:
         self.by_job: dict[str, _Pod] = {}
         self.tasks: dict[str, TaskInfo] = {}
         self.single_jobs: dict[str, JobInfo] = {}
-        # the groups of one that may need a look (inplay.needs_look), by uid, with their place in the pods' order
+        # the groups of one that may need a look (inplay.needs_look), by uid, with their place in the pods' order,
+        # and those without a schedule_start (made anew since enqueue last stamped them)
         self.in_play: dict[str, int] = {}
+        self.unstamped: set[str] = set()
         self.grouped: dict[str, dict[str, TaskInfo]] = {}
         # this scheduler's pods naming a PodGroup, by job and pod key, whether the PodGroup exists or not
         self.by_group: dict[str, dict[str, _Pod]] = {}
@@ -220,11 +225,15 @@ class CarriedState:
     # ---- what the last session did --------------------------------------------------------------------------------
 
     def _settled(self) -> None:
-        """Drop from :attr:`in_play` the groups of one the last session left settled and stamped: those it did not
-        touch are as it left them (a touched one is made anew by the end of :meth:`update`, and joins again)."""
+        """Drop from :attr:`in_play` the groups of one the last session left settled, and from :attr:`unstamped`
+        those it stamped: those it did not touch are as it left them (a touched one is made anew by the end of
+        :meth:`update`, and put back as it is then)."""
         jobs = self.single_jobs
         for uid in [uid for uid in self.in_play if not needs_look(jobs[uid])]:
             del self.in_play[uid]
+        if self.unstamped:
+            stamps = map(_STAMP, map(jobs.__getitem__, self.unstamped))
+            self.unstamped.difference_update(list(compress(self.unstamped, map(is_not, stamps, repeat(None)))))
 
     def _touched(self) -> None:
         """Note the pods whose task or group of one the last session touched (:attr:`redo`: made anew from the pod
@@ -322,7 +331,11 @@ class CarriedState:
             untouch(job, self.watch)
             rec.job = job
             self.fresh.add(t.job_id)
-            self.in_play[t.job_id] = rec.seq   # made anew: not stamped yet
+            self.unstamped.add(t.job_id)
+            if needs_look(job):
+                self.in_play[t.job_id] = rec.seq
+            else:
+                self.in_play.pop(t.job_id, None)
 
     def _replace(self, rec: _Pod, pod: PodView) -> None:
         """A pod that changed in place (bound, started, finished, relabelled): its task remade, its place kept."""
@@ -353,6 +366,7 @@ class CarriedState:
             del self.single_jobs[t.job_id]
             del self.by_job[t.job_id]
             self.in_play.pop(t.job_id, None)
+            self.unstamped.discard(t.job_id)
             self.gone.add(t.job_id)
         members = self.grouped.get(t.job_id)
         if members is not None and members.pop(t.uid, None) is not None:
@@ -486,7 +500,8 @@ class CarriedState:
             raise Rebuild(f"PodGroup {key} has the name of a pod's group of one")
         head = list(jobs.values())
         jobs.update(self.single_jobs)
-        return arrays, jobs, dict(self.tasks), JobsInPlay(jobs, head, dict(self.in_play), self._rank)
+        return arrays, jobs, dict(self.tasks), JobsInPlay(jobs, head, dict(self.in_play), self._rank,
+                                                          list(self.unstamped))
 
     def _rank(self, uid: str) -> int | None:
         """The place of the group of one ``uid`` in the pods' order (None: no such job)."""

@@ -2,16 +2,17 @@
 walk over every job (docs/design/scheduler.md §2.1).
 
 At steady state nearly every job is a bound pod's group of one: its task Bound or Running (or finished), nothing
-pending, waiting or moved, no PodGroup, stamped by enqueue.  Enqueue, allocate and backfill, the engine's report
-and the write-back each pass over such a job without doing anything; a walk of 11,000 of them per action is most
-of what a batch of 100 new pods costs a session outside its placements.  The carried state (:mod:`.carried`) keeps
-the groups of one that are not so (:func:`needs_look`): every job it makes anew joins them, and those found
-settled and stamped at the next opening leave; a session adds the groups of one it touches, in the jobs' order.
+pending, waiting or moved, no PodGroup.  Enqueue, allocate and backfill, the engine's report and the write-back
+each pass over such a job without doing anything; a walk of 11,000 of them per action is most of what a batch of
+100 new pods costs a session outside its placements.  The carried state (:mod:`.carried`) keeps the groups of one
+that are not so (:func:`needs_look`), and apart those without a ``schedule_start`` (enqueue stamps them): each job
+it makes anew is put in or left out of them as it is, and those found settled (or stamped) at the next opening
+leave; a session adds the groups of one it touches, in the jobs' order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from .api import JobInfo
@@ -23,22 +24,24 @@ _PENDING_PHASES = ("", "Pending")   # JobInfo.is_pending
 
 
 def needs_look(job: JobInfo) -> bool:
-    """Whether an action or the session's close may have anything to do with the group of one ``job``: it has a
-    task that is Pending, Pipelined, Allocated or Binding (or pending best effort, or waiting), a task that moved,
-    a phase not yet admitted, or no ``schedule_start`` yet.  A job for which this is False is passed over by
+    """Whether an action or the session's close may have anything to do with the group of one ``job`` (besides
+    enqueue's stamp): it has a task that is Pending, Pipelined, Allocated or Binding (or pending best effort, or
+    waiting), a task that moved, or a phase not yet admitted.  A job for which this is False is passed over by
     every action's, the engine's and the write-back's own checks."""
     return bool(job._unsettled or job._moved or job._pending or job._waiting or job._pending_best_effort
-                or job.phase in _PENDING_PHASES or job.schedule_start is None)
+                or job.phase in _PENDING_PHASES)
 
 
 class JobsInPlay:
     """A session's jobs that may need a look, in the order of ``jobs`` (the session's): every job of ``head``
     (the PodGroups' jobs, which come first), then the groups of one in ``ranks`` (uid → place in the pods'
-    order) and those the session touched since (found on its watch list, their place given by ``rank_of``)."""
+    order) and those the session touched since (found on its watch list, their place given by ``rank_of``);
+    ``unstamped``: the groups of one that may have no ``schedule_start``."""
 
     def __init__(self, jobs: Mapping[str, JobInfo], head: Sequence[JobInfo], ranks: dict[str, int],
-                 rank_of: Callable[[str], int | None]) -> None:
+                 rank_of: Callable[[str], int | None], unstamped: Collection[str]) -> None:
         self._jobs = jobs
+        self._unstamped = unstamped
         self._head = list(head)
         self._head_keys = {job.uid for job in head}
         self._ranks = ranks
@@ -66,6 +69,12 @@ class JobsInPlay:
                 ranks[uid] = rank
                 self._ordered = None
         self._seen = len(watched)
+
+    def unstamped(self) -> list[JobInfo]:
+        """The jobs that may have no ``schedule_start``: the PodGroups' and the groups of one made anew since
+        enqueue last stamped them."""
+        jobs = self._jobs
+        return self._head + [jobs[uid] for uid in self._unstamped if uid in jobs]
 
     def queue_names(self) -> list[str]:
         """Every queue holding a session job, in the order of its first job: the groups of one are all in the

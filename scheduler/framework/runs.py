@@ -1,20 +1,31 @@
-"""Runs of identical pods: allocate places them one by one, but evaluates only the nodes each placement changed.
+"""Runs of alike pods: allocate places pods one by one, but evaluates for each only the nodes changed since the last
+pod of its signature.
 
-Consecutive pods with the same spec, labels and annotations (replicas of one workload) get the same filter and
-score from every plugin on every node, until a placement changes a node.  When every enabled vector filter and
-scorer declares, for the pod, that its value on a node depends on that node alone while only such pods come and
-go (:data:`RowsOf`), the run keeps the pod's feasibility, resource checks and total score over every node and,
-before each pod, recomputes only the nodes the node arrays logged as changed since the previous one.  The choice
-among the candidates is :func:`~scheduler.framework.evaluate.select_best`'s, with the same random tie-break, so the
-placements are those of the per-pod evaluation (a property test holds the two equal).  Anything else — a plugin
-that does not declare it for the pod (spreading, inter-pod affinity, normalised scores), scalar filters or scores,
-a best-node vote, a limited node search, ``explain`` — leaves the pod to the per-pod evaluation.
+Pods with the same signature (replicas of one workload, or pods that differ only in what no plugin reads) get the
+same filter and score from every plugin on every node, but for what placements change.  When every enabled vector
+filter and scorer declares, for the pod, that its value on a node depends on that node alone while only such pods
+come and go (:data:`RowsOf`), the runs keep, per signature, the pod's feasibility, resource checks and total score
+over every node and, before each of its pods, recompute only the nodes the node arrays logged as changed since the
+signature's last pod.  Several signatures are kept at once (the most recently used :data:`SLOTS`), so pods of
+a few shapes taking turns each catch up on the placements made since their own last pod.  A scorer may split its
+score into such a row-local part and a part made anew for each pod over every node (a normalised score:
+:class:`SplitRows`).  The choice among the candidates is :func:`~scheduler.framework.evaluate.select_best`'s, with
+the same random tie-break, so the placements are those of the per-pod evaluation (a property test holds the two
+equal).  Anything else — a plugin that does not declare it for the pod (inter-pod affinity, hard spreading, most
+normalised scores), scalar filters or scores, a best-node vote, a limited node search, ``explain`` — leaves the pod
+to the per-pod evaluation, and a pod placed that way (or a statement discarded after one) ends every kept state.
+
+The signature (:func:`signature`) is the pod's spec, its metadata but for its identity, creation time and labels,
+its status but for its conditions, and what each declaring plugin says its rows read of the rest
+(:data:`RowsKey`: the labels, or what it derives from them); a plugin that says nothing has the labels read.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+import marshal
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +36,22 @@ from common.objects import PodView
 
 from .api import NodeInfo, TaskInfo
 from .arrays import NodeArrays
-from .evaluate import FITS_FUTURE, FITS_IDLE, _top, evaluate_nodes, fit_needs, fit_rows, score_nodes
+from .evaluate import (
+    FITS_FUTURE,
+    FITS_IDLE,
+    ROW_BY_ROW,
+    _fit_bits,
+    _top,
+    evaluate_nodes,
+    fit_needs,
+    fit_rows,
+    score_nodes,
+)
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["IdenticalRun", "RowFn", "RowsOf", "same_pod"]
+__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "SLOTS", "SplitRows", "same_pod", "signature"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -38,13 +59,40 @@ FloatArray = npt.NDArray[np.float64]
 # A plugin's filter (passes) or score (as it enters the sum) on the nodes ``at``, for one pod, as Python values: a
 # run recomputes a few nodes per pod, for which NumPy arrays in and out cost more than the arithmetic.
 RowFn = Callable[[list[int]], list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRows:
+    """A score that is, on every node, what ``rows`` gives there (depending on that node alone) plus what ``rest``
+    gives for the pod over every node, made anew for each pod with the nodes being scored as the session's scoring
+    mask (a normalised score, such as the default spreading's).  Integers, as every declared score: the two add
+    up to the score whatever the order of the additions."""
+
+    rows: RowFn
+    rest: Callable[[TaskInfo], IntArray]
+
+
 # What a plugin registers next to a vector filter or scorer: for a pod, its :data:`RowFn` when the value on a node
-# depends on that node alone while only pods identical to it are placed or removed (and, for a score, not on which
-# nodes are scored), else None.  It may read what it needs of the session once, when asked.
-RowsOf = Callable[[TaskInfo], RowFn | None]
+# depends on that node alone while only pods the plugins declare are placed or removed (and, for a score, not on
+# which nodes are scored), a scorer's :class:`SplitRows`, else None.  It may read what it needs of the session once,
+# when asked: its answer serves every later pod of the signature until the runs are forgotten.
+RowsOf = Callable[[TaskInfo], RowFn | SplitRows | None]
+# What the rows a plugin declares read of the pod besides its spec and the rest of :func:`signature`'s base (the
+# labels, what it derives from them): pods with the same base and the same keys get the same declared rows.
+RowsKey = Callable[[TaskInfo], Hashable]
+# Whether placing or removing a pod may change the rows a plugin declares for other pods on other nodes than its own
+# (a pod with pod affinity terms, say): the kept states then end.  A plugin that says nothing has every pod do so.
+RowsMoved = Callable[[TaskInfo], bool]
+# how many signatures' kept states live at once (the most recently used)
+SLOTS = 64
+# past this many entries of the arrays' change log since a signature's last pod (or this fraction of the nodes, if
+# more), its kept state is made anew from the vectors rather than caught up
+RESEED_ENTRIES = 64
+RESEED_FRACTION = 0.25
 # metadata fields that name one pod among identical ones (the creation time too: no plugin that gives RowsOf for a
 # pod reads it)
 _IDENTITY = frozenset({"name", "uid", "resourceVersion", "generateName", "creationTimestamp", "managedFields"})
+_UNKEYED = _IDENTITY | {"labels"}
 _CONDITIONS = frozenset({"conditions"})
 
 
@@ -78,17 +126,45 @@ def same_pod(a: PodView, b: PodView) -> bool:
             and _alike(ra.get("status"), rb.get("status"), _CONDITIONS))
 
 
+def _items(raw: Any, keys: frozenset[str]) -> list[tuple[str, Any]]:
+    return [(k, v) for k, v in raw.items() if k not in keys] if isinstance(raw, Mapping) else []
+
+
+def _base(pod: PodView) -> bytes | str:
+    """The pod's spec, metadata but for identity, creation time and labels, and status but for its conditions,
+    serialised: equal serialisations are equal values (a difference in key order only makes two signatures of one).
+    ``marshal``'s format 2 writes values without back-references, so equal values written in the same order give
+    the same bytes; what it cannot write (no parsed JSON) is written as text."""
+    raw = pod.raw
+    parts = (raw.get("spec"), _items(raw.get("metadata"), _UNKEYED), _items(raw.get("status"), _CONDITIONS))
+    try:
+        return marshal.dumps(parts, 2)
+    except ValueError:
+        return repr(parts)
+
+
+def _labels(task: TaskInfo) -> Hashable:
+    return tuple(sorted(task.pod.labels.items()))
+
+
+def signature(task: TaskInfo, keys: list[RowsKey | None]) -> Hashable:
+    """The pod's signature for the declaring plugins' ``keys`` (None: the plugin gives none, so its rows read the
+    labels): pods with equal signatures get the same rows from every declaring plugin."""
+    return _base(task.pod), tuple(_labels(task) if key is None else key(task) for key in keys)
+
 
 @dataclass(slots=True)
 class _Kept:
-    """A run's view of every node for its pod: feasible, fits idle, fits future idle, the total score (read only
-    where feasible), and the nodes both feasible and fitting idle (``now``), with how many nodes are feasible and
-    how many ``now``."""
+    """A signature's view of every node: feasible, fits idle, fits future idle, the total of the row-local scores
+    (read only where feasible), and the nodes both feasible and fitting idle (``now``), with how many nodes are
+    feasible and how many ``now``; ``rests``: the parts of the scores made anew for each pod (:class:`SplitRows`)."""
 
     arrays: NodeArrays
-    need: list[tuple[int, int]]   # what the resource check compares for the pod (``fit_needs``)
+    vector: IntArray   # the pod's request vector, and what the resource check compares of it (``fit_needs``)
+    need: list[tuple[int, int]]
     filters: list[RowFn]
     scores: list[RowFn]
+    rests: list[Callable[[TaskInfo], IntArray]]
     feasible: BoolArray
     fits_idle: BoolArray
     fits_future: BoolArray
@@ -98,6 +174,9 @@ class _Kept:
     now_count: int
     seen: int   # how much of the arrays' change log the vectors have taken in
     best: _Best | None = None   # the highest totals among the nodes of ``now`` or of ``feasible``
+    # the seeding pod's totals with the parts made anew over every node (what its choice reads if every node is a
+    # candidate), until that choice
+    seeded: FloatArray | None = None
 
     def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
         """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
@@ -110,6 +189,23 @@ class _Kept:
         self.total[i] = total
         if self.best is not None:
             self.best.changed(i, total, now if self.best.of_now else ok)
+
+    def set_rows(self, at: list[int], passes: list[bool], bits: list[int], totals: list[float]) -> None:
+        """:meth:`set_row` of several nodes (distinct), as vectors over them."""
+        if self.best is not None:
+            for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
+                self.set_row(i, ok, b, t)
+            return
+        idx = np.array(at, dtype=np.intp)
+        feasible = np.array(passes, dtype=np.bool_)
+        checks = np.array(bits, dtype=np.uint8)
+        idle = (checks & FITS_IDLE).view(np.bool_)
+        now = feasible & idle
+        self.feasible_count += int(np.count_nonzero(feasible)) - int(np.count_nonzero(self.feasible[idx]))
+        self.now_count += int(np.count_nonzero(now)) - int(np.count_nonzero(self.now[idx]))
+        self.feasible[idx], self.now[idx], self.fits_idle[idx] = feasible, now, idle
+        self.fits_future[idx] = checks >= FITS_FUTURE
+        self.total[idx] = totals
 
 
 class _Best:
@@ -150,36 +246,82 @@ class _Best:
         return self.top
 
 
-class IdenticalRun:
-    """Allocate's runs of identical pods in one session (one per ``Allocate.execute``).  :meth:`pick` answers for a
-    pod like the one evaluated before it; :meth:`forget` must be called when a pod is placed without asking."""
 
-    def __init__(self, ssn: Session) -> None:
+
+class SignatureRuns:
+    """Allocate's kept states per pod signature in one session (one per ``Allocate.execute``).  :meth:`pick` answers
+    for a pod from its signature's state (made at the signature's first pod); :meth:`forget` must be called when a
+    pod is placed without asking and :meth:`moves` says so, or a statement with such a pod is discarded: the kept
+    rows hold only while the pods placed and removed are ones the plugins declare, or ones whose placement changes
+    their own node alone for the plugins."""
+
+    def __init__(self, ssn: Session, slots: int = SLOTS) -> None:
         self.ssn = ssn
-        self._last: PodView | None = None
-        self._kept: _Kept | None = None
-        self._refused = False   # the current run's pod cannot be answered (a plugin or the session opts out)
+        self.slots = slots
+        # per signature, its kept state, or None when the plugins do not declare its pods
+        self._kept: OrderedDict[Hashable, _Kept | None] = OrderedDict()
+        self._keys: list[RowsKey | None] | None = None   # the declaring plugins' keys, once the runs are usable
 
     def forget(self) -> None:
-        self._last, self._kept, self._refused = None, None, False
+        self._kept.clear()
+
+    def moves(self, task: TaskInfo) -> bool:
+        """Whether placing or removing ``task`` without the runs may change a kept state beyond its node (which the
+        change log names): so says a plugin declaring rows, or one that does not say."""
+        ssn = self.ssn
+        for kind in ("vector_predicate", "vector_score"):
+            moved: Mapping[str, RowsMoved] = ssn.fns[f"{kind}_rows_moved"]
+            for plugin, _ in ssn.enabled(kind):
+                says = moved.get(plugin)
+                if says is None or says(task):
+                    return True
+        return False
 
     def pick(self, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
         """The node for ``task`` with whether it fits the node's idle and future idle resources, as the per-pod
-        evaluation and ``select_best`` would choose it; None when the run cannot answer (the first pod of a run,
-        a pod the plugins do not declare, no feasible node: the per-pod path then says why)."""
-        last, self._last = self._last, task.pod
-        if last is None or not same_pod(last, task.pod):
-            self._kept, self._refused = None, False
+        evaluation and ``select_best`` would choose it; None when the runs cannot answer (a pod the plugins do not
+        declare, a session that does not allow it, no feasible node: the per-pod path then says why)."""
+        keys = self._declaring_keys()
+        if keys is None:
             return None
-        if self._refused:
+        key = signature(task, keys)
+        known = key in self._kept
+        kept = self._kept[key] if known else None
+        if known and kept is None:   # not declared: nothing placed since that the plugins do not declare
+            self._kept.move_to_end(key)
             return None
-        kept = self._kept if self._kept is not None and self._kept.arrays is self.ssn.arrays else self._seed(task)
-        if kept is None:
-            self._refused = True
-            return None
-        self._kept = kept
-        self._catch_up(kept)
-        return self._choose(kept)
+        if kept is None or not self._current(kept):
+            kept = self._seed(task)
+            self._keep(key, kept)
+            if kept is None:
+                return None
+        else:
+            self._kept.move_to_end(key)
+            self._catch_up(kept)
+        return self._choose(kept, task)
+
+    def _keep(self, key: Hashable, kept: _Kept | None) -> None:
+        self._kept[key] = kept
+        self._kept.move_to_end(key)
+        if len(self._kept) > self.slots:
+            self._kept.popitem(last=False)
+
+    def _current(self, kept: _Kept) -> bool:
+        """Whether the kept state may catch up: the session's arrays, not too far behind."""
+        arrays = self.ssn.arrays
+        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= max(RESEED_ENTRIES,
+                                                                                RESEED_FRACTION * len(arrays))
+
+    def _declaring_keys(self) -> list[RowsKey | None] | None:
+        """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order, each
+        distinct key once; None when the session does not allow runs."""
+        if self._keys is None and self._usable():
+            fns = self.ssn.fns
+            keys = [fns[f"{kind}_rows_key"].get(plugin) for kind in ("vector_predicate", "vector_score")
+                    for plugin, _ in self.ssn.enabled(kind)]
+            # a plugin's filter and score may share one key: asked once (None once: the labels)
+            self._keys = list({id(key): key for key in keys}.values())
+        return self._keys
 
     def _usable(self) -> bool:
         ssn = self.ssn
@@ -188,9 +330,9 @@ class IdenticalRun:
         return (ssn.explain is None and n > 0 and (sampling is None or sampling.nodes_to_find(n) >= n)
                 and not ssn.enabled("predicate") and not ssn.enabled("node_order") and not ssn.enabled("best_node"))
 
-    def _declared(self, kind: str, task: TaskInfo) -> list[RowFn] | None:
+    def _declared(self, kind: str, task: TaskInfo) -> list[RowFn | SplitRows] | None:
         rows_of: Mapping[str, RowsOf] = self.ssn.fns[f"{kind}_rows"]
-        out: list[RowFn] = []
+        out: list[RowFn | SplitRows] = []
         for plugin, _ in self.ssn.enabled(kind):
             declare = rows_of.get(plugin)
             fn = declare(task) if declare is not None else None
@@ -200,35 +342,43 @@ class IdenticalRun:
         return out
 
     def _seed(self, task: TaskInfo) -> _Kept | None:
-        """Every node evaluated and scored for ``task`` (the second pod of a run), when the run may go on."""
-        if not self._usable():
+        """Every node evaluated and scored for ``task`` (its signature's first pod), when the plugins declare it."""
+        # the scorers first: their opting out (normalised scores) is found without reading the session
+        declared = self._declared("vector_score", task)
+        filters = self._declared("vector_predicate", task) if declared is not None else None
+        plain = [f for f in filters if not isinstance(f, SplitRows)] if filters is not None else []
+        if filters is None or declared is None or len(plain) < len(filters):   # a filter's rows are its own
             return None
-        # the scorers first: their opting out (spreading, normalised scores) is found without reading the session
-        scores = self._declared("vector_score", task)
-        filters = self._declared("vector_predicate", task) if scores is not None else None
-        if filters is None or scores is None:
-            return None
+        scores = [d.rows if isinstance(d, SplitRows) else d for d in declared]
+        rests = [d.rest for d in declared if isinstance(d, SplitRows)]
         ssn = self.ssn
         ev = evaluate_nodes(ssn, task, mode="allocate")
-        # each declared score is the same on a node whichever nodes are scored: score them all once
-        total = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        # each declared score is the same on a node whichever nodes are scored: score them all once, and take away
+        # the parts made anew per pod (integers: the difference is exact)
+        seeded = score_nodes(ssn, task, np.ones(len(ssn.nodes), dtype=np.bool_))
+        total = seeded.copy() if rests else seeded
+        for rest in rests:
+            total -= rest(task)
         now = ev.feasible & ev.fits_idle
-        return _Kept(ssn.arrays, fit_needs(ssn.arrays, task.vector), filters, scores, ev.feasible.copy(),
-                     ev.fits_idle.copy(), ev.fits_future.copy(), total, now, int(np.count_nonzero(ev.feasible)),
-                     int(np.count_nonzero(now)), len(ssn.arrays.changes))
+        return _Kept(ssn.arrays, task.vector, fit_needs(ssn.arrays, task.vector), plain, scores, rests,
+                     ev.feasible.copy(), ev.fits_idle.copy(), ev.fits_future.copy(), total, now,
+                     int(np.count_nonzero(ev.feasible)), int(np.count_nonzero(now)), len(ssn.arrays.changes),
+                     seeded=seeded if rests else None)
 
     @staticmethod
     def _catch_up(kept: _Kept) -> None:
-        """Recompute the nodes changed since the run's last pod (the previous placements' nodes), in Python values
-        for the few nodes a placement changes."""
+        """Recompute the nodes changed since the signature's last pod (the placements made since): in Python values
+        for a few, each plugin's vector form on the changed nodes past that (the same values)."""
+        kept.seeded = None   # a later pod's choice: the parts made anew are its own
         log = kept.arrays.changes
         if kept.seen == len(log):
             return
         at = sorted(set(log[kept.seen:]))
         kept.seen = len(log)
-        bits = fit_rows(kept.arrays, kept.need, at)
+        bits = (fit_rows(kept.arrays, kept.need, at) if len(at) <= ROW_BY_ROW
+                else _fit_bits(kept.arrays, kept.vector, np.array(at, dtype=np.int64)).tolist())
         if len(at) == 1:   # a placement's node: the same steps on one value each
-            IdenticalRun._catch_up_one(kept, at, bits[0])
+            SignatureRuns._catch_up_one(kept, at, bits[0])
             return
         passes = [b >= FITS_FUTURE for b in bits]
         for fn in kept.filters:
@@ -237,13 +387,12 @@ class IdenticalRun:
         for fn in kept.scores:
             # in the order score_nodes adds them, each value made a float64 as it is added
             totals = [t + v for t, v in zip(totals, fn(at), strict=True)]
-        for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
-            kept.set_row(i, bool(ok), b, t)
+        kept.set_rows(at, passes, bits, totals)
 
     @staticmethod
     def _catch_up_one(kept: _Kept, at: list[int], bits: int) -> None:
         """``_catch_up`` of the one node ``at``, whose resource check gave ``bits``.  The filters stop at the first
-        that fails, and an infeasible node is not scored: the run reads the total of feasible nodes only."""
+        that fails, and an infeasible node is not scored: the runs read the total of feasible nodes only."""
         ok = bits >= FITS_FUTURE
         for fn in kept.filters:
             if not ok:
@@ -255,7 +404,7 @@ class IdenticalRun:
                 total = total + fn(at)[0]
         kept.set_row(at[0], ok, bits, total)
 
-    def _choose(self, kept: _Kept) -> tuple[NodeInfo, bool, bool] | None:
+    def _choose(self, kept: _Kept, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
         """allocate's choice: nodes the pod fits idle now if any, else every feasible one; ``select_best`` then."""
         if not kept.feasible_count:
             return None
@@ -264,9 +413,33 @@ class IdenticalRun:
         if count == 1:
             pick = int(np.flatnonzero(mask)[0])
         else:
+            top = self._top(kept, task, mask, count, of_now)
+            pick = top[0] if len(top) == 1 else int(top[self.ssn.rng.integers(len(top))])
+        return self.ssn.nodes[pick], bool(kept.fits_idle[pick]), bool(kept.fits_future[pick])
+
+    def _top(self, kept: _Kept, task: TaskInfo, mask: BoolArray, count: int, of_now: bool) -> list[int]:
+        """The candidates with the highest total, in node order: kept as nodes change when every score is
+        row-local, else over the totals with this pod's parts made anew (normalised over the candidates)."""
+        if not kept.rests:
             best = kept.best
             if best is None or best.of_now != of_now:
                 best = kept.best = _Best(of_now)
-            top = best.nodes(kept)
-            pick = top[0] if len(top) == 1 else top[self.ssn.rng.integers(len(top))]
-        return self.ssn.nodes[pick], bool(kept.fits_idle[pick]), bool(kept.fits_future[pick])
+            return best.nodes(kept)
+        total, kept.seeded = kept.seeded, None
+        if total is None or count < len(mask):
+            total = self._with_rests(kept, task, mask, count)
+        out: list[int] = _top(total, mask, count).tolist()
+        return out
+
+    def _with_rests(self, kept: _Kept, task: TaskInfo, mask: BoolArray, count: int) -> FloatArray:
+        """The kept totals plus the parts made anew for ``task``, normalised over the ``count`` candidates
+        ``mask`` (as ``score_nodes`` scores them)."""
+        ssn = self.ssn
+        ssn.score_mask, ssn.score_count = mask, (mask, count)
+        try:
+            total: FloatArray | None = None
+            for rest in kept.rests:
+                total = kept.total + rest(task) if total is None else total + rest(task)
+        finally:
+            ssn.score_mask = ssn.score_count = None
+        return kept.total.copy() if total is None else total

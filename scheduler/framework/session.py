@@ -35,7 +35,7 @@ from .status import FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
     from .evaluate import FitChecks
-    from .runs import RowsOf
+    from .runs import RowsKey, RowsMoved, RowsOf
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
@@ -153,7 +153,8 @@ class Session:
         self.evicted: list[str] = []
         self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
             *_FLAGS, "victim_queue_order", "job_valid", "job_order_key", "vector_predicate_rows",
-            "vector_score_rows")}
+            "vector_score_rows", "vector_predicate_rows_key", "vector_score_rows_key", "vector_predicate_rows_moved",
+            "vector_score_rows_moved")}
         self.event_handlers: list[EventHandler] = []
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._enabled_cache: dict[str, list[tuple[str, Any]]] = {}
@@ -204,6 +205,13 @@ class Session:
         if self._in_play is None or self.watched is None:
             return list(self.jobs.values())
         return self._in_play.jobs(self.watched)
+
+    def unstamped_jobs(self) -> Sequence[JobInfo]:
+        """The jobs that may have no ``schedule_start`` (enqueue stamps them): every job when the session was not
+        opened from the carried state."""
+        if self._in_play is None:
+            return list(self.jobs.values())
+        return self._in_play.unstamped()
 
     def job_queue_names(self) -> list[str]:
         """Every queue holding a job, in the order of its first job."""
@@ -281,28 +289,36 @@ class Session:
         self._add("pre_predicate", plugin, fn)
 
     def add_vector_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], FilterResult],
-                                rows: RowsOf | None = None) -> None:
+                                rows: RowsOf | None = None, rows_key: RowsKey | None = None,
+                                rows_moved: RowsMoved | None = None) -> None:
         """``rows`` (optional): the filter's passes on some nodes for a pod, where a node's depends on that node
-        alone (:mod:`.runs`: allocate then evaluates runs of identical pods node by node)."""
+        alone (:mod:`.runs`: allocate then evaluates pods of a signature seen before node by node); ``rows_key``:
+        what those rows read of the pod's labels (without it, the labels are part of the pod's signature);
+        ``rows_moved``: whether placing or removing a pod may change those rows for other pods on other nodes than
+        its own (without it: any pod may)."""
         self._add("vector_predicate", plugin, fn)
-        self._add_rows("vector_predicate_rows", plugin, rows)
+        self._add_rows("vector_predicate_rows", plugin, rows, rows_key, rows_moved)
 
-    def _add_rows(self, kind: str, plugin: str, rows: RowsOf | None) -> None:
-        if rows is None:
-            self.fns[kind].pop(plugin, None)
-        else:
-            self.fns[kind][plugin] = rows
+    def _add_rows(self, kind: str, plugin: str, rows: RowsOf | None, key: RowsKey | None,
+                  moved: RowsMoved | None) -> None:
+        for table, value in ((kind, rows), (f"{kind}_key", key), (f"{kind}_moved", moved)):
+            if value is None or rows is None:
+                self.fns[table].pop(plugin, None)
+            else:
+                self.fns[table][plugin] = value
 
     def add_node_order_fn(self, plugin: str, fn: Callable[[TaskInfo, NodeInfo], float]) -> None:
         self._add("node_order", plugin, fn)
 
     def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray | FloatArray],
-                            rows: RowsOf | None = None) -> None:
+                            rows: RowsOf | None = None, rows_key: RowsKey | None = None,
+                            rows_moved: RowsMoved | None = None) -> None:
         """A score for every node, already normalised and weighted as it should enter the sum: integers (kube's
-        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows`` (optional): the score on some
-        nodes for a pod, as :meth:`add_vector_predicate_fn` takes it."""
+        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows``, ``rows_key`` and
+        ``rows_moved`` (optional): the score on some nodes for a pod (integers), as :meth:`add_vector_predicate_fn`
+        takes them."""
         self._add("vector_score", plugin, fn)
-        self._add_rows("vector_score_rows", plugin, rows)
+        self._add_rows("vector_score_rows", plugin, rows, rows_key, rows_moved)
 
     def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, Mapping[str, float]], str | None]) -> None:
         self._add("best_node", plugin, fn)

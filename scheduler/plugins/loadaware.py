@@ -23,7 +23,7 @@ the threshold are filtered out as well (:mod:`scheduler.loadaware.pressure`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
@@ -273,8 +273,18 @@ class LoadAware:
             is_prod = task.pod.priority_class == PriorityClass.PROD
             return state.score_rows_of(est, is_prod=is_prod, weight=self.weight)
 
-        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows)
+        def rows_key(task: TaskInfo) -> Hashable:
+            """What the rows read of the pod besides its spec, annotations and owners: its estimate and priority
+            class (which a label may set)."""
+            return self.estimate(task).tobytes(), task.pod.priority_class
+
+        def rows_moved(task: TaskInfo) -> bool:
+            """A placement reserves on its node alone, but for a moved pod's replacement taking its reservation."""
+            return bool(own)
+
+        ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows,
+                                    rows_key=rows_key, rows_moved=rows_moved)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))

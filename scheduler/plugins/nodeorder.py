@@ -19,7 +19,7 @@ other plugins' scores.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +28,7 @@ from common.objects import NodeView, PodView
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
-from scheduler.framework.runs import RowFn
+from scheduler.framework.runs import RowFn, SplitRows
 from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
@@ -43,9 +43,9 @@ from scheduler.scoring.resource_fit import (
     counts_for,
 )
 
-from .interpodaffinity import InterPodAffinityCheck, PodTerms
+from .interpodaffinity import InterPodAffinityCheck, PodTerms, names_terms
 from .nodeaffinity import AffinityCheck
-from .noderesources import strategy_parts
+from .noderesources import ComputeOf, strategy_compute
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
 from .tainttoleration import TaintCheck
 
@@ -127,13 +127,11 @@ class ImageLocality:
         return (100 * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(np.int64)
 
 
-def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
-    """BalancedAllocation's scorer, memoised per pod request (carried from session to session: it reads the node
-    arrays' allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its
-    scores on some nodes for a run of a pod (row-local), node by node with the scalar reference."""
+def _balanced_compute(ssn: Session) -> tuple[ComputeOf, PartRows]:
+    """BalancedAllocation's row-local computation for a pod, as a row cache takes it (it reads the node arrays'
+    allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its scores on
+    some nodes for a run of a pod, node by node with the scalar reference."""
     arr = ssn.arrays
-    (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
-                             renewing=ssn.renewing)
     two = _TwoKept(arr.columns, arr.allocatable)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
@@ -164,17 +162,45 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
         if not any(p != 0 for p, on in zip(pod.pod_request, pod.active, strict=True) if on):
             return _zeros   # a pod requesting none of the resources: 0 on every node
 
+        compute = compute_of(task)
+
         def rows(at: list[int]) -> list[int]:
+            if len(at) > 1:   # the vector form (node by node itself up to where that costs less)
+                vector: list[int] = compute(np.array(at, dtype=np.int64)).tolist()
+                return vector
             # balance_ref skips allocatable 0 as with_pod does
             return [balance_ref([(a, r) for a, r, _ in pod.with_pod(arr.allocatable, arr.used,
                                                                      arr.nonzero_requested, i)])
                     for i in at]
         return rows
+    return compute_of, rows_of
 
-    def score(task: TaskInfo) -> IntArray:
-        """Read-only, valid until the next pod's: the weighted sum takes the scores in at once."""
-        return memo.read(task.pod.requests, compute_of(task))
-    return score, rows_of
+
+def _resource_sum(ssn: Session, parts: Sequence[tuple[str, int, ComputeOf]]) -> Summand:
+    """The resource scorers (least and most requested, balanced allocation), each times its weight and summed, as
+    one summand kept in one row cache per pod requests and non-zero requests: a pod's changed nodes are read and
+    computed anew once for all of them, and the sum takes one vector in, not one per scorer.  Carried from session
+    to session (it reads the node arrays' rows, and besides them the scorers, their weights and the resource
+    columns)."""
+    arr = ssn.arrays
+    ident = (tuple((name, weight) for name, weight, _ in parts), tuple(arr.columns))
+    (memo,) = carried_caches(ssn.memo, f"{NAME}.resources", arr, ident, arr.row_inputs(), renewing=ssn.renewing)
+
+    def summand(task: TaskInfo) -> IntArray:
+        computes = [(weight, compute_of(task)) for _, weight, compute_of in parts]
+
+        def compute(rows: IntArray | None) -> IntArray:
+            total: IntArray | None = None
+            for weight, part in computes:
+                s = part(rows)
+                if weight != 1:
+                    s = s * weight
+                total = s if total is None else total + s   # new arrays: no scorer's own values changed
+            assert total is not None
+            return total
+        # read-only, valid until the next pod's: the weighted sum takes the scores in at once
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute)
+    return summand
 
 
 class _TwoKept:
@@ -217,8 +243,9 @@ class OnMask:
 # what a scorer adds to nodeorder's sum for a pod: its scores, or None when they are 0 on every node
 Summand = Callable[[TaskInfo], IntArray | OnMask | None]
 # a summand's scores on some nodes for a pod (``runs.RowsOf``): None unless each node's score depends on that node
-# alone while only pods like it are placed, and not on which nodes are scored
-PartRows = Callable[[TaskInfo], RowFn | None]
+# alone while only pods like it are placed, and not on which nodes are scored (or is such a part plus one made anew
+# per pod: ``SplitRows``)
+PartRows = Callable[[TaskInfo], RowFn | SplitRows | None]
 
 
 def _zeros(at: list[int]) -> list[int]:
@@ -231,19 +258,22 @@ def _full(at: list[int]) -> list[int]:
 
 def _affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """NodeAffinity's scorer, and its summand: nothing for a pod without preferred terms (no node scores above 0,
-    and the normalised scores are then 0 on every node); a pod with preferred terms is normalised: no rows."""
+    and the normalised scores are then 0 on every node); a pod with preferred terms is normalised: made anew per
+    pod (its rows are 0)."""
     check = AffinityCheck(ssn)
+    rest = SplitRows(_zeros, check.score)
 
     def summand(task: TaskInfo) -> IntArray | None:
         return check.score(task) if check.raw_score(task.pod).any() else None
-    return check.score, summand, lambda task: None if check.raw_score(task.pod).any() else _zeros
+    return check.score, summand, lambda task: rest if check.raw_score(task.pod).any() else _zeros
 
 
 def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """TaintToleration's scorer, and its summand: for tolerations that leave no PreferNoSchedule taint of any node
     untolerated, the normalised score is 100 on every node scored and 0 elsewhere, read off the mask; the answer
-    is kept per toleration set for the session."""
+    is kept per toleration set for the session.  Other tolerations' normalised scores are made anew per pod."""
     check = TaintCheck(ssn)
+    rest = SplitRows(_zeros, check.score)
     untainted: dict[str, bool] = {}
 
     def clear(task: TaskInfo) -> bool:
@@ -255,7 +285,7 @@ def _taint_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 
     def summand(task: TaskInfo) -> IntArray | OnMask | None:
         return OnMask(ssn.scoring_mask()) if clear(task) else check.score(task)
-    return check.score, summand, lambda task: _full if clear(task) else None
+    return check.score, summand, lambda task: _full if clear(task) else rest
 
 
 def _image_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
@@ -289,40 +319,76 @@ def _pod_affinity_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
 
 def _spread_parts(ssn: Session) -> tuple[Scorer, Summand, PartRows]:
     """PodTopologySpread's scorer (the pod's ScheduleAnyway constraints, else the system defaults): 0 on every
-    node for a pod without such constraints; the others are normalised."""
+    node for a pod without such constraints; the others are normalised, so made anew for each pod."""
     check = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True)
+    rest = SplitRows(_zeros, check.score)
 
-    def rows_of(task: TaskInfo) -> RowFn | None:
+    def rows_of(task: TaskInfo) -> RowFn | SplitRows | None:
         try:
             cons, _ = check.constraints(task)
         except (ValueError, TypeError):
             return None
-        return None if any(not c.spec.hard for c in cons) else _zeros
+        return rest if any(not c.spec.hard for c in cons) else _zeros
     return check.score, check.score, rows_of
+
+
+def _labels_key(spread: PartRows | None) -> Callable[[TaskInfo], Hashable]:
+    """What the plugin's rows read of a pod's labels: only whether the default spreading applies to it (it then
+    gives its part made anew per pod, which reads the rest; no other part reads the labels)."""
+
+    def key(task: TaskInfo) -> Hashable:
+        got = spread(task) if spread is not None else _zeros
+        return None if got is None else isinstance(got, SplitRows)
+    return key
 
 
 def _nothing(task: TaskInfo) -> IntArray | None:
     return None
 
 
+def _every_node(compute_of: ComputeOf) -> Scorer:
+    """A row-local computation's scores of every node for a pod, made anew."""
+    return lambda task: compute_of(task)(None)
+
+
 def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) -> PartRows:
     """:func:`_weighted_sum` on some nodes, when every part gives its rows for the pod (integers: the same sum); a
     part that is 0 or 100 on every node is added as a constant, not asked."""
 
-    def rows_of(task: TaskInfo) -> RowFn | None:
-        fns = [(weight, part(task)) for weight, part in parts]
-        if any(fn is None for _, fn in fns):
-            return None
+    def rows_of(task: TaskInfo) -> RowFn | SplitRows | None:
+        fns: list[tuple[int, RowFn]] = []
+        rests: list[tuple[int, Callable[[TaskInfo], IntArray]]] = []
+        for weight, part in parts:
+            fn = part(task)
+            if fn is None:   # the parts that may say so first: nothing else asked
+                return None
+            if isinstance(fn, SplitRows):
+                rests.append((weight * plugin_weight, fn.rest))
+                fn = fn.rows
+            fns.append((weight, fn))
         constant = sum(weight * MAX_NODE_SCORE for weight, fn in fns if fn is _full)
-        declared = [(weight, fn) for weight, fn in fns if fn is not None and fn is not _zeros and fn is not _full]
+        declared = [(weight, fn) for weight, fn in fns if fn is not _zeros and fn is not _full]
 
         def rows(at: list[int]) -> list[int]:
             total = [constant] * len(at)
             for weight, fn in declared:
                 total = [t + v * weight for t, v in zip(total, fn(at), strict=True)]
             return [t * plugin_weight for t in total]
-        return rows
+        return SplitRows(rows, _weighted_rests(rests)) if rests else rows
     return rows_of
+
+
+def _weighted_rests(rests: Sequence[tuple[int, Callable[[TaskInfo], IntArray]]]) -> Callable[[TaskInfo], IntArray]:
+    """The parts made anew per pod, each times its weight (the plugin's included), summed in int64."""
+
+    def rest(task: TaskInfo) -> IntArray:
+        total: IntArray | None = None
+        for weight, fn in rests:
+            part = np.multiply(fn(task), weight, dtype=np.int64)
+            total = part if total is None else total + part
+        assert total is not None
+        return total
+    return rest
 
 
 def _add_times(total: IntArray, scores: IntArray, weight: int) -> None:
@@ -374,32 +440,37 @@ class NodeOrder:
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
-
-        def alone(build: Callable[[], tuple[Scorer, PartRows]]) -> Callable[[], tuple[Scorer, Summand, PartRows]]:
-            """A scorer that is its own summand."""
-            def both() -> tuple[Scorer, Summand, PartRows]:
-                scorer, rows = build()
-                return scorer, scorer, rows
-            return both
-
+        resource_builders: list[tuple[str, int, Callable[[], tuple[ComputeOf, PartRows]]]] = [
+            ("leastrequested", w.least_requested, lambda: strategy_compute(ssn, ScoringStrategy(LEAST_ALLOCATED))),
+            ("mostrequested", w.most_requested, lambda: strategy_compute(ssn, ScoringStrategy(MOST_ALLOCATED))),
+            ("balancedresource", w.balanced_resource, lambda: _balanced_compute(ssn)),
+        ]
         builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand, PartRows]]]] = [
-            ("leastrequested", w.least_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED), f"{NAME}.leastrequested"))),
-            ("mostrequested", w.most_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED), f"{NAME}.mostrequested"))),
-            ("balancedresource", w.balanced_resource, alone(lambda: _balanced_parts(ssn))),
             ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
             ("podaffinity", w.pod_affinity, lambda: _pod_affinity_parts(ssn)),
             ("tainttoleration", w.taint_toleration, lambda: _taint_parts(ssn)),
             ("imagelocality", w.image_locality, lambda: _image_parts(ssn)),
             ("podtopologyspread", w.pod_topology_spread, lambda: _spread_parts(ssn)),
         ]
+        resources = [(name, weight, build()) for name, weight, build in resource_builders if weight]
         built = [(name, weight, build()) for name, weight, build in builders if weight]
-        self.parts = [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
-        if built:
-            summed = [(weight, summand) for _, weight, (_, summand, _) in built]
-            rows = _weighted_rows([(weight, part) for _, weight, (_, _, part) in built], self.weight)
-            ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows)
+        # explain's scores of each resource scorer are computed anew over every node (what its share of the kept
+        # sum holds), in the configured order
+        self.parts = [(name, weight, _every_node(compute_of)) for name, weight, (compute_of, _) in resources]
+        self.parts += [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
+        summed = [(1, _resource_sum(ssn, [(name, weight, compute_of) for name, weight, (compute_of, _) in resources]))
+                  ] if resources else []
+        summed += [(weight, summand) for _, weight, (_, summand, _) in built]
+        if summed:
+            parts = ([(name, weight, part) for name, weight, (_, part) in resources]
+                     + [(name, weight, part) for name, weight, (_, _, part) in built])
+            # the integer sum's order is free: the parts that may leave the pod to the per-pod path are asked first
+            asked = sorted(parts, key=lambda b: b[0] not in ("podaffinity", "podtopologyspread"))
+            rows = _weighted_rows([(weight, part) for _, weight, part in asked], self.weight)
+            spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
+            ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
+                                    rows_key=_labels_key(spread[0] if spread else None),
+                                    rows_moved=lambda task: names_terms(task.pod))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

@@ -8,7 +8,7 @@ session's own future-idle check does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from scheduler.scoring.resource_fit import (
     score_strategy,
 )
 
-__all__ = ["ComputeOf", "NodeResources", "strategy_parts", "strategy_scorer"]
+__all__ = ["ComputeOf", "NodeResources", "strategy_compute", "strategy_parts", "strategy_scorer"]
 
 NAME = "noderesources"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -70,6 +70,18 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
                              renewing=ssn.renewing)
+    compute_of, rows_of = strategy_compute(ssn, strategy)
+
+    def score(task: TaskInfo) -> IntArray:
+        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
+    return score, rows_of
+
+
+def strategy_compute(ssn: Session, strategy: ScoringStrategy) -> tuple[ComputeOf, Callable[[TaskInfo], RowFn]]:
+    """A scoring strategy's row-local computation for a pod, as a row cache takes it (what a cache of it keeps,
+    per pod requests and non-zero requests), and its scores on some nodes for a run of a pod."""
+    arr = ssn.arrays
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
     # least and most allocated over one vector per resource where every node keeps every configured resource
@@ -97,22 +109,21 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
         return compute
 
     def rows_of(task: TaskInfo) -> RowFn:
+        compute = compute_of(task)
         if ref is None:
-            compute = compute_of(task)
             return lambda at: compute(np.array(at, dtype=np.int64)).tolist()
         scalar = ref
         pod = PodRows(strategy.names, task.pod, arr.columns, non_zero=True)
 
         def rows(at: list[int]) -> list[int]:
+            if len(at) > 1:   # the vector form (node by node itself up to where that costs less)
+                vector: list[int] = compute(np.array(at, dtype=np.int64)).tolist()
+                return vector
             return [scalar([(a, r, weights[k]) for a, r, k in pod.with_pod(arr.allocatable, arr.used,
                                                                             arr.nonzero_requested, i)])
                     for i in at]
         return rows
-
-    def score(task: TaskInfo) -> IntArray:
-        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
-        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
-    return score, rows_of
+    return compute_of, rows_of
 
 
 # the strategies whose vector form scores up to ROW_BY_ROW nodes with these scalar references
@@ -128,6 +139,14 @@ def _scored_rows(ref: Callable[[Sequence[tuple[int, int, int]]], int], rows: Row
     return np.array([ref([(a, r + p, w) for a, r, p, w, o in zip(alloc, req, pod, weights, on, strict=True)
                           if o and a > 0])
                      for alloc, req in zip(rows.allocatable, rows.requested, strict=True)], dtype=np.int64)
+
+
+def _no_labels(task: TaskInfo) -> Hashable:
+    return ()
+
+
+def _own_node(task: TaskInfo) -> bool:
+    return False   # a placement moves its node's row alone
 
 
 class NodeResources:
@@ -174,9 +193,10 @@ class NodeResources:
         def fit_rows(task: TaskInfo) -> RowFn:
             return lambda at: fit(task, np.array(at, dtype=np.int64)).mask.tolist()
 
-        # each node's fit and score depend on its row of the node arrays alone
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows)
+        # each node's fit and score depend on its row of the node arrays alone, and on the pod's requests (its
+        # spec): not on its labels
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels, rows_moved=_own_node)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels, rows_moved=_own_node)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

@@ -262,12 +262,15 @@ def _check_in_play(sched: Scheduler, ssn: Session, event: Any) -> None:
     if carried is not None:
         assert carried.in_play == {uid: carried.by_job[uid].seq for uid, job in carried.single_jobs.items()
                                    if needs_look(job)}, event
+        assert carried.unstamped == {uid for uid, job in carried.single_jobs.items() if job.schedule_start is None}
     _check_in_order(ssn, event)
 
 
 def _check_in_order(ssn: Session, event: Any) -> None:
     """``jobs_in_play()`` is a part of the session's jobs in their order, holding every PodGroup's job and every
-    group of one that needs a look."""
+    group of one that needs a look; ``unstamped_jobs()`` holds every job without a ``schedule_start``."""
+    unstamped = {job.uid for job in ssn.unstamped_jobs()}
+    assert all(uid in unstamped for uid, job in ssn.jobs.items() if job.schedule_start is None), event
     in_play = ssn.jobs_in_play()
     place = {uid: i for i, uid in enumerate(ssn.jobs)}
     order = [place[job.uid] for job in in_play]

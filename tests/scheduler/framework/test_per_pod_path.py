@@ -12,7 +12,7 @@ from scheduler import binder
 from scheduler.framework import runs
 from scheduler.framework.api import NodeInfo, TaskInfo, TaskStatus
 from scheduler.framework.arrays import NodeArrays
-from scheduler.framework.evaluate import _top
+from scheduler.framework.evaluate import FITS_FUTURE, FITS_IDLE, _top
 from tests.scheduler.factories import node, pod
 
 COLUMNS = ["cpu", "memory", "pods"]
@@ -80,6 +80,33 @@ def test_alike_is_equality_without_the_keys(a: object, b: object, keys: frozense
         assert runs._alike(a, twin, keys)
 
 
+def _kept(start: list[tuple[int, bool, bool]]) -> runs._Kept:
+    """A kept state of nodes with these totals, feasibility and fits (idle and future alike)."""
+    feasible = np.array([ok for _, ok, _ in start])
+    idle = np.array([fits for _, _, fits in start])
+    return runs._Kept(None, np.zeros(3, dtype=np.int64), [], [], [], [],  # type: ignore[arg-type]
+                      feasible.copy(), idle.copy(), idle.copy(), np.array([float(t) for t, _, _ in start]),
+                      feasible & idle, int(feasible.sum()), int((feasible & idle).sum()), 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), min_size=1, max_size=9),
+       st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3), st.booleans(), st.integers(0, 3)), max_size=12))
+def test_setting_rows_at_once_is_setting_them_one_by_one(start: list[tuple[int, bool, bool]],
+                                                         rows: list[tuple[int, int, bool, int]]) -> None:
+    """A catch-up's vector form of the kept state's update: every mask, count and total as node by node."""
+    n = len(start)
+    at = sorted({i for i, _, _, _ in rows if i < n})
+    new = {i: (float(total), ok, bits) for i, total, ok, bits in rows if i < n}
+    one, many = _kept(start), _kept(start)
+    for i in at:
+        one.set_row(i, new[i][1], new[i][2], new[i][0])
+    many.set_rows(at, [new[i][1] for i in at], [new[i][2] for i in at], [new[i][0] for i in at])
+    for name in ("feasible", "fits_idle", "fits_future", "total", "now"):
+        assert getattr(one, name).tolist() == getattr(many, name).tolist(), name
+    assert (one.feasible_count, one.now_count) == (many.feasible_count, many.now_count)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.booleans()), min_size=1, max_size=9),
        st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3), st.booleans(), st.booleans(), st.booleans()),
@@ -89,17 +116,13 @@ def test_a_runs_best_nodes_are_those_of_a_pass_over_every_node(
     """The top a run keeps as nodes change (few distinct totals: many ties) is, whenever read, ``_top`` over
     every node of its mask, for either mask."""
     n = len(start)
-    feasible = np.array([ok for _, ok, _ in start])
-    idle = np.array([fits for _, _, fits in start])
-    kept = runs._Kept(None, np.zeros(3, dtype=np.int64), [], [], feasible.copy(), idle.copy(), idle.copy(),  # type: ignore[arg-type]
-                      np.array([float(t) for t, _, _ in start]), feasible & idle, int(feasible.sum()),
-                      int((feasible & idle).sum()), 0)
+    kept = _kept(start)
     for of_now in (True, False):
         kept.best = runs._Best(of_now)
         for i, total, ok, fits, read in steps:
             if i >= n:
                 continue
-            kept.set_row(i, ok, (runs.FITS_IDLE if fits else 0) + runs.FITS_FUTURE, float(total))
+            kept.set_row(i, ok, (FITS_IDLE if fits else 0) + FITS_FUTURE, float(total))
             mask = kept.now if of_now else kept.feasible
             if read and mask.any():
                 assert kept.best.nodes(kept) == _top(kept.total, mask, int(mask.sum())).tolist()
