@@ -127,6 +127,13 @@ _EXISTING: weakref.WeakKeyDictionary[Session, ExistingTerms] = weakref.WeakKeyDi
 TERMS_MEMO = "interpodaffinity.terms"
 
 
+def names_terms(pod: PodView) -> bool:
+    """Whether the pod names pod (anti-)affinity terms, well-formed or not: placing or removing it may change what
+    the placed pods' terms select anywhere in their domains."""
+    aff = pod.affinity
+    return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
 def parsed_terms(memo: IdentityMemo[Any], pod: PodView) -> PodTerms | None:
     """The pod's terms, parsed once per pod object for as long as ``memo`` (the session memo's table of them) keeps
     it (None: malformed)."""
@@ -268,7 +275,7 @@ class InterPodAffinityCheck:
         # the answer of a pod no term keeps from any node (shared, so not to be changed)
         passes = np.ones(self.n, dtype=np.bool_)
         passes.flags.writeable = False
-        self._passes = FilterResult(passes)
+        self.everywhere = FilterResult(passes)
 
     def terms_of(self, uid: str, pod: PodView) -> PodTerms | None:
         return parsed_terms(self._terms_memo, pod)
@@ -300,7 +307,7 @@ class InterPodAffinityCheck:
                                 default=(Code.UNRESOLVABLE, f"invalid pod affinity in {task.key}"))
         placed_anti = self._placed_anti(task.pod) if self.index.with_affinity else []
         if not (terms.required_affinity or terms.required_anti or placed_anti):
-            return self._passes
+            return self.everywhere
         out = Failures(n)
         if terms.required_affinity:
             out.fail(~self._affinity_met(task.pod, terms.required_affinity), Code.UNRESOLVABLE, AFFINITY_REASON)

@@ -43,9 +43,9 @@ from scheduler.scoring.resource_fit import (
     counts_for,
 )
 
-from .interpodaffinity import InterPodAffinityCheck, PodTerms
+from .interpodaffinity import InterPodAffinityCheck, PodTerms, names_terms
 from .nodeaffinity import AffinityCheck
-from .noderesources import strategy_parts
+from .noderesources import ComputeOf, strategy_compute
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
 from .tainttoleration import TaintCheck
 
@@ -127,13 +127,11 @@ class ImageLocality:
         return (100 * (clamped - MIN_IMAGE_THRESHOLD) // (hi - MIN_IMAGE_THRESHOLD)).astype(np.int64)
 
 
-def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
-    """BalancedAllocation's scorer, memoised per pod request (carried from session to session: it reads the node
-    arrays' allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its
-    scores on some nodes for a run of a pod (row-local), node by node with the scalar reference."""
+def _balanced_compute(ssn: Session) -> tuple[ComputeOf, PartRows]:
+    """BalancedAllocation's row-local computation for a pod, as a row cache takes it (it reads the node arrays'
+    allocatable, used and non-zero requested rows, the resource columns and the pod's requests), and its scores on
+    some nodes for a run of a pod, node by node with the scalar reference."""
     arr = ssn.arrays
-    (memo,) = carried_caches(ssn.memo, f"{NAME}.balancedresource", arr, tuple(arr.columns), arr.row_inputs(),
-                             renewing=ssn.renewing)
     two = _TwoKept(arr.columns, arr.allocatable)
 
     def compute_of(task: TaskInfo) -> Callable[[IntArray | None], IntArray]:
@@ -175,11 +173,34 @@ def _balanced_parts(ssn: Session) -> tuple[Scorer, PartRows]:
                                                                      arr.nonzero_requested, i)])
                     for i in at]
         return rows
+    return compute_of, rows_of
 
-    def score(task: TaskInfo) -> IntArray:
-        """Read-only, valid until the next pod's: the weighted sum takes the scores in at once."""
-        return memo.read(task.pod.requests, compute_of(task))
-    return score, rows_of
+
+def _resource_sum(ssn: Session, parts: Sequence[tuple[str, int, ComputeOf]]) -> Summand:
+    """The resource scorers (least and most requested, balanced allocation), each times its weight and summed, as
+    one summand kept in one row cache per pod requests and non-zero requests: a pod's changed nodes are read and
+    computed anew once for all of them, and the sum takes one vector in, not one per scorer.  Carried from session
+    to session (it reads the node arrays' rows, and besides them the scorers, their weights and the resource
+    columns)."""
+    arr = ssn.arrays
+    ident = (tuple((name, weight) for name, weight, _ in parts), tuple(arr.columns))
+    (memo,) = carried_caches(ssn.memo, f"{NAME}.resources", arr, ident, arr.row_inputs(), renewing=ssn.renewing)
+
+    def summand(task: TaskInfo) -> IntArray:
+        computes = [(weight, compute_of(task)) for _, weight, compute_of in parts]
+
+        def compute(rows: IntArray | None) -> IntArray:
+            total: IntArray | None = None
+            for weight, part in computes:
+                s = part(rows)
+                if weight != 1:
+                    s = s * weight
+                total = s if total is None else total + s   # new arrays: no scorer's own values changed
+            assert total is not None
+            return total
+        # read-only, valid until the next pod's: the weighted sum takes the scores in at once
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute)
+    return summand
 
 
 class _TwoKept:
@@ -325,6 +346,11 @@ def _nothing(task: TaskInfo) -> IntArray | None:
     return None
 
 
+def _every_node(compute_of: ComputeOf) -> Scorer:
+    """A row-local computation's scores of every node for a pod, made anew."""
+    return lambda task: compute_of(task)(None)
+
+
 def _weighted_rows(parts: Sequence[tuple[int, PartRows]], plugin_weight: int) -> PartRows:
     """:func:`_weighted_sum` on some nodes, when every part gives its rows for the pod (integers: the same sum); a
     part that is 0 or 100 on every node is added as a constant, not asked."""
@@ -414,36 +440,37 @@ class NodeOrder:
 
     def on_session_open(self, ssn: Session) -> None:
         w = self.weights
-
-        def alone(build: Callable[[], tuple[Scorer, PartRows]]) -> Callable[[], tuple[Scorer, Summand, PartRows]]:
-            """A scorer that is its own summand."""
-            def both() -> tuple[Scorer, Summand, PartRows]:
-                scorer, rows = build()
-                return scorer, scorer, rows
-            return both
-
+        resource_builders: list[tuple[str, int, Callable[[], tuple[ComputeOf, PartRows]]]] = [
+            ("leastrequested", w.least_requested, lambda: strategy_compute(ssn, ScoringStrategy(LEAST_ALLOCATED))),
+            ("mostrequested", w.most_requested, lambda: strategy_compute(ssn, ScoringStrategy(MOST_ALLOCATED))),
+            ("balancedresource", w.balanced_resource, lambda: _balanced_compute(ssn)),
+        ]
         builders: list[tuple[str, int, Callable[[], tuple[Scorer, Summand, PartRows]]]] = [
-            ("leastrequested", w.least_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(LEAST_ALLOCATED), f"{NAME}.leastrequested"))),
-            ("mostrequested", w.most_requested,
-             alone(lambda: strategy_parts(ssn, ScoringStrategy(MOST_ALLOCATED), f"{NAME}.mostrequested"))),
-            ("balancedresource", w.balanced_resource, alone(lambda: _balanced_parts(ssn))),
             ("nodeaffinity", w.node_affinity, lambda: _affinity_parts(ssn)),
             ("podaffinity", w.pod_affinity, lambda: _pod_affinity_parts(ssn)),
             ("tainttoleration", w.taint_toleration, lambda: _taint_parts(ssn)),
             ("imagelocality", w.image_locality, lambda: _image_parts(ssn)),
             ("podtopologyspread", w.pod_topology_spread, lambda: _spread_parts(ssn)),
         ]
+        resources = [(name, weight, build()) for name, weight, build in resource_builders if weight]
         built = [(name, weight, build()) for name, weight, build in builders if weight]
-        self.parts = [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
-        if built:
-            summed = [(weight, summand) for _, weight, (_, summand, _) in built]
+        # explain's scores of each resource scorer are computed anew over every node (what its share of the kept
+        # sum holds), in the configured order
+        self.parts = [(name, weight, _every_node(compute_of)) for name, weight, (compute_of, _) in resources]
+        self.parts += [(name, weight, scorer) for name, weight, (scorer, _, _) in built]
+        summed = [(1, _resource_sum(ssn, [(name, weight, compute_of) for name, weight, (compute_of, _) in resources]))
+                  ] if resources else []
+        summed += [(weight, summand) for _, weight, (_, summand, _) in built]
+        if summed:
+            parts = ([(name, weight, part) for name, weight, (_, part) in resources]
+                     + [(name, weight, part) for name, weight, (_, _, part) in built])
             # the integer sum's order is free: the parts that may leave the pod to the per-pod path are asked first
-            asked = sorted(built, key=lambda b: b[0] not in ("podaffinity", "podtopologyspread"))
-            rows = _weighted_rows([(weight, part) for _, weight, (_, _, part) in asked], self.weight)
+            asked = sorted(parts, key=lambda b: b[0] not in ("podaffinity", "podtopologyspread"))
+            rows = _weighted_rows([(weight, part) for _, weight, part in asked], self.weight)
             spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
             ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
-                                    rows_key=_labels_key(spread[0] if spread else None))
+                                    rows_key=_labels_key(spread[0] if spread else None),
+                                    rows_moved=lambda task: names_terms(task.pod))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

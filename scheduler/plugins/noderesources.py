@@ -34,7 +34,7 @@ from scheduler.scoring.resource_fit import (
     score_strategy,
 )
 
-__all__ = ["ComputeOf", "NodeResources", "strategy_parts", "strategy_scorer"]
+__all__ = ["ComputeOf", "NodeResources", "strategy_compute", "strategy_parts", "strategy_scorer"]
 
 NAME = "noderesources"
 # the argument keys this plugin reads (a nested key as parent/child); tests hold the code and docs to it
@@ -70,6 +70,18 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
     arr = ssn.arrays
     (memo,) = carried_caches(ssn.memo, name, arr, (strategy, tuple(arr.columns)), arr.row_inputs(),
                              renewing=ssn.renewing)
+    compute_of, rows_of = strategy_compute(ssn, strategy)
+
+    def score(task: TaskInfo) -> IntArray:
+        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
+        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
+    return score, rows_of
+
+
+def strategy_compute(ssn: Session, strategy: ScoringStrategy) -> tuple[ComputeOf, Callable[[TaskInfo], RowFn]]:
+    """A scoring strategy's row-local computation for a pod, as a row cache takes it (what a cache of it keeps,
+    per pod requests and non-zero requests), and its scores on some nodes for a run of a pod."""
+    arr = ssn.arrays
     ref = _REFS.get(strategy.type)
     weights = [r.weight for r in strategy.resources]
     # least and most allocated over one vector per resource where every node keeps every configured resource
@@ -111,11 +123,7 @@ def strategy_parts(ssn: Session, strategy: ScoringStrategy,
                                                                             arr.nonzero_requested, i)])
                     for i in at]
         return rows
-
-    def score(task: TaskInfo) -> IntArray:
-        """Read-only, valid until the next pod's: the callers sum or scale the scores at once."""
-        return memo.read((task.pod.requests, task.pod.nonzero_requests), compute_of(task))
-    return score, rows_of
+    return compute_of, rows_of
 
 
 # the strategies whose vector form scores up to ROW_BY_ROW nodes with these scalar references
@@ -135,6 +143,10 @@ def _scored_rows(ref: Callable[[Sequence[tuple[int, int, int]]], int], rows: Row
 
 def _no_labels(task: TaskInfo) -> Hashable:
     return ()
+
+
+def _own_node(task: TaskInfo) -> bool:
+    return False   # a placement moves its node's row alone
 
 
 class NodeResources:
@@ -183,8 +195,8 @@ class NodeResources:
 
         # each node's fit and score depend on its row of the node arrays alone, and on the pod's requests (its
         # spec): not on its labels
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels)
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels, rows_moved=_own_node)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels, rows_moved=_own_node)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

@@ -185,7 +185,7 @@ class SpreadCheck:
         # signature (:meth:`_score_key`), kept current from the placements (False: scored node by node); the
         # answer of a pod without hard constraints (every node passes; shared, so not to be changed)
         self._plans: dict[int, _Plan] = {}
-        self._passes = FilterResult(_read_only(np.ones(len(self.labels), dtype=np.bool_)))
+        self.everywhere = FilterResult(_read_only(np.ones(len(self.labels), dtype=np.bool_)))
         self._kept_scores: dict[Hashable, tuple[list[Constraint], KeptSoftScore | Literal[False]]] = {}
 
     # -- helpers --
@@ -282,7 +282,7 @@ class SpreadCheck:
             return FilterResult(np.zeros(n, dtype=np.bool_), default=(Code.UNRESOLVABLE, str(exc)))
         hard = self._plan(cons).hard
         if not hard:
-            return self._passes
+            return self.everywhere
         out = Failures(n)
         has_all = self._has_all(hard)
         for c in hard:

@@ -35,7 +35,7 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.predicates.affinity import AFFINITY_REASON
 from scheduler.predicates.taints import UNTOLERATED_REASON, tolerates
 
-from .interpodaffinity import InterPodAffinityCheck
+from .interpodaffinity import InterPodAffinityCheck, names_terms
 from .nodeaffinity import AffinityCheck
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck, port_number
 from .tainttoleration import TaintCheck
@@ -89,15 +89,17 @@ class _Collector:
     Only the failing masks are kept as the checks run: a node's reasons are made when asked for (the message of
     a pod that fails, ``explain``), not for every failing node of every pod."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, everywhere: FilterResult) -> None:
+        """``everywhere``: the answer when no node fails (shared, read-only)."""
         self.steps: list[tuple[BoolArray, FilterResult | tuple[Code, str]]] = []
-        self.failed = np.zeros(n, dtype=np.bool_)
+        self.everywhere = everywhere
+        self.failed: BoolArray | None = None   # made with the first failing node
 
     def add(self, failing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
         if not np.count_nonzero(failing):   # cheaper than failing.any() on a node-length mask
             return
         self.steps.append((failing, result))
-        self.failed |= failing
+        self.failed = failing.copy() if self.failed is None else np.logical_or(self.failed, failing, out=self.failed)
 
     def add_passing(self, passing: BoolArray, result: FilterResult | tuple[Code, str]) -> None:
         """:meth:`add` of the nodes ``passing`` leaves out; nothing to invert when every node passes."""
@@ -116,7 +118,25 @@ class _Collector:
         return out
 
     def result(self) -> FilterResult:
+        if self.failed is None:
+            return self.everywhere
         return FilterResult(~self.failed, lazy=self.reasons)
+
+
+class _KeptPasses:
+    """Whether a kept answer passes every node, counted once per answer for the session: the node affinity and
+    toleration answers are read-only masks shared by every pod alike (a writable mask is counted each time)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[BoolArray, bool]] = {}
+
+    def everywhere(self, mask: BoolArray) -> bool:
+        if mask.flags.writeable:
+            return int(np.count_nonzero(mask)) == len(mask)
+        hit = self._seen.get(id(mask))
+        if hit is None:   # the mask is held with its answer: no other object takes its id while it is kept here
+            hit = self._seen[id(mask)] = (mask, int(np.count_nonzero(mask)) == len(mask))
+        return hit[1]
 
 
 def _cordoned(views: Sequence[NodeView]) -> BoolArray:
@@ -161,17 +181,24 @@ class Predicates:
         taints = TaintCheck(ssn) if self.taints else None
         spread = SpreadCheck(ssn, SYSTEM_DEFAULT_CONSTRAINTS, True, affinity, taints) if self.spread else None
         pod_affinity = InterPodAffinityCheck(ssn, spread=spread) if self.pod_affinity else None
+        kept = _KeptPasses()
+        everywhere = FilterResult(np.ones(n, dtype=np.bool_))
+        everywhere.passed.flags.writeable = False
 
         def predicate(task: TaskInfo) -> FilterResult:
             pod = task.pod
-            out = _Collector(n)
+            out = _Collector(everywhere)
             out.add(max_pods <= index.pod_count, (Code.UNSCHEDULABLE, POD_NUMBER_REASON))
             if any_cordoned and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in pod.tolerations):
                 out.add(cordoned, (Code.UNRESOLVABLE, UNSCHEDULABLE_REASON))
             if affinity is not None:
-                out.add_passing(affinity.required(pod), (Code.UNRESOLVABLE, AFFINITY_REASON))
+                required = affinity.required(pod)
+                if not kept.everywhere(required):
+                    out.add(~required, (Code.UNRESOLVABLE, AFFINITY_REASON))
             if taints is not None:
-                out.add_passing(taints.passes(task), (Code.UNRESOLVABLE, UNTOLERATED_REASON))
+                tolerated = taints.passes(task)
+                if not kept.everywhere(tolerated):
+                    out.add(~tolerated, (Code.UNRESOLVABLE, UNTOLERATED_REASON))
             if self.node_ports:
                 wanted = host_ports(pod)
                 if wanted and index.with_host_ports:
@@ -182,12 +209,15 @@ class Predicates:
                     for i, ports in used.items():
                         clash[i] = ports_conflict(wanted, ports)
                     out.add(clash, (Code.UNSCHEDULABLE, PORTS_REASON))
+            # the filters' shared all-pass answer (no term or hard constraint keeps the pod from any node) adds nothing
             if pod_affinity is not None:
                 res = pod_affinity.filter(task)
-                out.add_passing(res.passed, res)
+                if res is not pod_affinity.everywhere:
+                    out.add_passing(res.passed, res)
             if spread is not None:
                 res = spread.filter(task)
-                out.add_passing(res.passed, res)
+                if res is not spread.everywhere:
+                    out.add_passing(res.passed, res)
             return out.result()
 
         def rows_of(task: TaskInfo) -> RowFn | None:
@@ -225,7 +255,10 @@ class Predicates:
             reads = hard_defaults or (pod_affinity is not None and bool(index.with_affinity))
             return tuple(sorted(task.pod.labels.items())) if reads else ()
 
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key)
+        # placing a pod moves its node's count; one with pod (anti-)affinity terms changes what the placed pods'
+        # terms exclude, anywhere in their domains
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key,
+                                    rows_moved=lambda task: names_terms(task.pod))
 
     def on_session_close(self, ssn: Session) -> None:
         return None

@@ -145,8 +145,9 @@ class KeptSoftScore:
                 if not delta:
                     continue
                 source.seen[i] = new
-                if not all(self._move(level, i, new, delta) for level in source.levels):
-                    return False
+                for level in source.levels:
+                    if not self._move(level, i, new, delta):
+                        return False
         return True
 
     def _move(self, level: _Level, i: int, new: int, delta: int) -> bool:

@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.framework.api import TaskStatus
 from scheduler.plugins.nodeorder import NodeOrder
 from tests.scheduler.factories import node, pod, session
 
@@ -77,3 +78,28 @@ def test_a_taint_score_read_off_the_mask_can_start_the_sum() -> None:
     assert score(task).tolist() == [600, 0, 600, 600]
     ssn.score_mask = None
     assert score(task).tolist() == [600] * 4
+
+
+# pods alike in one request and not the other, or requesting nothing (the non-zero defaults count for the least
+# requested score, not for the balance)
+SHAPES = [("500m", "1Gi"), ("500m", "3Gi"), ("1", "3Gi"), (None, None), ("500m", None)]
+
+
+@settings(max_examples=25, deadline=None)
+@given(order=st.lists(st.integers(0, len(SHAPES) - 1), min_size=2, max_size=16), data=st.data(),
+       weights=st.sampled_from([WEIGHTS, {**WEIGHTS, "mostrequested.weight": 3}]))
+def test_kept_resource_sum_follows_placements(order: list[int], data: st.DataObject, weights: dict[str, int]) -> None:
+    """The resource scorers' kept weighted sum, read by pods of several shapes taking turns while pods are placed
+    on one node or several between two reads: every read equals the weighted sum of every scorer made anew."""
+    nodes = [node(f"n{i}", cpu=str(2 + i % 3), memory=f"{4 + 2 * (i % 2)}Gi") for i in range(7)]
+    pods = [pod(f"p{j}", *SHAPES[k]) for j, k in enumerate(order)]
+    ssn, _ = session([*nodes, *pods], conf(("nodeorder", weights)))
+    score = dict(ssn.enabled("vector_score"))["nodeorder"]
+    plugin = ssn.plugins["nodeorder"]
+    assert isinstance(plugin, NodeOrder)
+    tasks = sorted(ssn.tasks.values(), key=lambda t: int(t.name[1:]))
+    for task in tasks:
+        expected = np.sum([scorer(task) * weight for _, weight, scorer in plugin.parts], axis=0)
+        assert score(task).tolist() == expected.tolist()
+        for i in data.draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=3)):
+            ssn.arrays.add(i, task.vector, TaskStatus.RUNNING, task.nonzero)

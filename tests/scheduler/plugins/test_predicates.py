@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from common.config import ConfigError
 from scheduler.conf import DEFAULT_CONF_YAML, default_conf
-from scheduler.plugins.predicates import ports_conflict
+from scheduler.plugins.predicates import _KeptPasses, ports_conflict
 from tests.scheduler.factories import conf as parse
 from tests.scheduler.factories import node, pod, run
 
@@ -132,3 +133,22 @@ def test_default_conf_runs_predicates_and_nodeorder() -> None:
     objs = [node("a", taints=TAINT), node("b"), pod("p")]
     _, sink = run(objs, DEFAULT_CONF_YAML)
     assert sink.binds == {"default/p": "b"}
+
+
+def test_kept_answers_counted_once_writable_ones_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read-only answer (kept, shared by the pods alike) is counted once for the session; a writable one,
+    which its maker may change, is counted each time it is asked about."""
+    kept = _KeptPasses()
+    shared = np.ones(5, dtype=np.bool_)
+    shared.flags.writeable = False
+    own = np.ones(5, dtype=np.bool_)
+    assert kept.everywhere(shared) and kept.everywhere(own)
+    own[2] = False
+    assert not kept.everywhere(own)
+    calls: list[int] = []
+    real = np.count_nonzero
+    monkeypatch.setattr(np, "count_nonzero", lambda a: calls.append(1) or real(a))
+    assert kept.everywhere(shared) and not calls   # not counted again
+    other = np.array([True, False, True, True, True])
+    other.flags.writeable = False
+    assert not kept.everywhere(other) and calls == [1]
