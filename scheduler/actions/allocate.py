@@ -75,7 +75,8 @@ class Allocate:
                         tasks: PriorityQueue[TaskInfo], run: SignatureRuns | None) -> Statement | None:
         stmt = Statement(ssn)
         failed_roles: set[str] = set()
-        unasked = False   # a pod placed without the runs: discarding it would change more than its node for them
+        # a pod placed without the runs that changed more than its node for them: so would discarding it
+        unasked = False
         while not tasks.empty():
             task = tasks.pop()
             if task.status is not TaskStatus.PENDING:
@@ -118,8 +119,8 @@ class Allocate:
                 elif fits_future:
                     stmt.pipeline(task, node)
                     placed = True
-            if placed and picked is None and run is not None:
-                # placed without the runs: it may have changed more than its node for every signature
+            if placed and picked is None and run is not None and run.moves(task):
+                # placed without the runs, changing more than its node for the signatures kept
                 run.forget()
                 unasked = True
             if placed and ssn.job_ready(job):

@@ -51,7 +51,7 @@ from .evaluate import (
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsOf", "SLOTS", "SplitRows", "same_pod", "signature"]
+__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "SLOTS", "SplitRows", "same_pod", "signature"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -80,9 +80,14 @@ RowsOf = Callable[[TaskInfo], RowFn | SplitRows | None]
 # What the rows a plugin declares read of the pod besides its spec and the rest of :func:`signature`'s base (the
 # labels, what it derives from them): pods with the same base and the same keys get the same declared rows.
 RowsKey = Callable[[TaskInfo], Hashable]
+# Whether placing or removing a pod may change the rows a plugin declares for other pods on other nodes than its own
+# (a pod with pod affinity terms, say): the kept states then end.  A plugin that says nothing has every pod do so.
+RowsMoved = Callable[[TaskInfo], bool]
 # how many signatures' kept states live at once (the most recently used)
 SLOTS = 64
-# past this fraction of the nodes changed since a signature's last pod, its kept state is made anew from the vectors
+# past this many entries of the arrays' change log since a signature's last pod (or this fraction of the nodes, if
+# more), its kept state is made anew from the vectors rather than caught up
+RESEED_ENTRIES = 64
 RESEED_FRACTION = 0.25
 # metadata fields that name one pod among identical ones (the creation time too: no plugin that gives RowsOf for a
 # pod reads it)
@@ -246,8 +251,9 @@ class _Best:
 class SignatureRuns:
     """Allocate's kept states per pod signature in one session (one per ``Allocate.execute``).  :meth:`pick` answers
     for a pod from its signature's state (made at the signature's first pod); :meth:`forget` must be called when a
-    pod is placed without asking, or a statement with such a pod is discarded: the kept rows hold only while the
-    pods placed and removed are ones the plugins declare."""
+    pod is placed without asking and :meth:`moves` says so, or a statement with such a pod is discarded: the kept
+    rows hold only while the pods placed and removed are ones the plugins declare, or ones whose placement changes
+    their own node alone for the plugins."""
 
     def __init__(self, ssn: Session, slots: int = SLOTS) -> None:
         self.ssn = ssn
@@ -258,6 +264,18 @@ class SignatureRuns:
 
     def forget(self) -> None:
         self._kept.clear()
+
+    def moves(self, task: TaskInfo) -> bool:
+        """Whether placing or removing ``task`` without the runs may change a kept state beyond its node (which the
+        change log names): so says a plugin declaring rows, or one that does not say."""
+        ssn = self.ssn
+        for kind in ("vector_predicate", "vector_score"):
+            moved: Mapping[str, RowsMoved] = ssn.fns[f"{kind}_rows_moved"]
+            for plugin, _ in ssn.enabled(kind):
+                says = moved.get(plugin)
+                if says is None or says(task):
+                    return True
+        return False
 
     def pick(self, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
         """The node for ``task`` with whether it fits the node's idle and future idle resources, as the per-pod
@@ -291,7 +309,8 @@ class SignatureRuns:
     def _current(self, kept: _Kept) -> bool:
         """Whether the kept state may catch up: the session's arrays, not too far behind."""
         arrays = self.ssn.arrays
-        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= RESEED_FRACTION * len(arrays)
+        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= max(RESEED_ENTRIES,
+                                                                                RESEED_FRACTION * len(arrays))
 
     def _declaring_keys(self) -> list[RowsKey | None] | None:
         """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order, each

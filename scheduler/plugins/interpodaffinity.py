@@ -127,6 +127,13 @@ _EXISTING: weakref.WeakKeyDictionary[Session, ExistingTerms] = weakref.WeakKeyDi
 TERMS_MEMO = "interpodaffinity.terms"
 
 
+def names_terms(pod: PodView) -> bool:
+    """Whether the pod names pod (anti-)affinity terms, well-formed or not: placing or removing it may change what
+    the placed pods' terms select anywhere in their domains."""
+    aff = pod.affinity
+    return bool(aff.get("podAffinity") or aff.get("podAntiAffinity"))
+
+
 def parsed_terms(memo: IdentityMemo[Any], pod: PodView) -> PodTerms | None:
     """The pod's terms, parsed once per pod object for as long as ``memo`` (the session memo's table of them) keeps
     it (None: malformed)."""

@@ -278,9 +278,13 @@ class LoadAware:
             class (which a label may set)."""
             return self.estimate(task).tobytes(), task.pod.priority_class
 
+        def rows_moved(task: TaskInfo) -> bool:
+            """A placement reserves on its node alone, but for a moved pod's replacement taking its reservation."""
+            return bool(own)
+
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows,
-                                    rows_key=rows_key)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key)
+                                    rows_key=rows_key, rows_moved=rows_moved)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))

@@ -43,7 +43,7 @@ from scheduler.scoring.resource_fit import (
     counts_for,
 )
 
-from .interpodaffinity import InterPodAffinityCheck, PodTerms
+from .interpodaffinity import InterPodAffinityCheck, PodTerms, names_terms
 from .nodeaffinity import AffinityCheck
 from .noderesources import ComputeOf, strategy_compute
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, SpreadCheck
@@ -469,7 +469,8 @@ class NodeOrder:
             rows = _weighted_rows([(weight, part) for _, weight, part in asked], self.weight)
             spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
             ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
-                                    rows_key=_labels_key(spread[0] if spread else None))
+                                    rows_key=_labels_key(spread[0] if spread else None),
+                                    rows_moved=lambda task: names_terms(task.pod))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

@@ -145,6 +145,10 @@ def _no_labels(task: TaskInfo) -> Hashable:
     return ()
 
 
+def _own_node(task: TaskInfo) -> bool:
+    return False   # a placement moves its node's row alone
+
+
 class NodeResources:
     name = NAME
 
@@ -191,8 +195,8 @@ class NodeResources:
 
         # each node's fit and score depend on its row of the node arrays alone, and on the pod's requests (its
         # spec): not on its labels
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels)
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels, rows_moved=_own_node)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels, rows_moved=_own_node)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

@@ -35,7 +35,7 @@ from scheduler.framework.status import Code, FilterResult
 from scheduler.predicates.affinity import AFFINITY_REASON
 from scheduler.predicates.taints import UNTOLERATED_REASON, tolerates
 
-from .interpodaffinity import InterPodAffinityCheck
+from .interpodaffinity import InterPodAffinityCheck, names_terms
 from .nodeaffinity import AffinityCheck
 from .podtopologyspread import SYSTEM_DEFAULT_CONSTRAINTS, PodIndex, SpreadCheck, port_number
 from .tainttoleration import TaintCheck
@@ -255,7 +255,10 @@ class Predicates:
             reads = hard_defaults or (pod_affinity is not None and bool(index.with_affinity))
             return tuple(sorted(task.pod.labels.items())) if reads else ()
 
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key)
+        # placing a pod moves its node's count; one with pod (anti-)affinity terms changes what the placed pods'
+        # terms exclude, anywhere in their domains
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key,
+                                    rows_moved=lambda task: names_terms(task.pod))
 
     def on_session_close(self, ssn: Session) -> None:
         return None

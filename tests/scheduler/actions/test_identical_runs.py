@@ -27,6 +27,9 @@ from tests.scheduler.factories import LOADAWARE_CONF, T0, RecordingSink, conf, n
 
 ZONE = "topology.kubernetes.io/zone"
 APP = {"app": "web"}
+# keeps the web pods out of its zone (its own label is not web): placing it changes more than its node
+ZONE_ANTI: dict[str, Any] = {"labels": {"app": "guard"}, "extra_spec": {"affinity": {"podAntiAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ZONE, "labelSelector": {"matchLabels": APP}}]}}}}
 # what a run's pods add to the plain pod: nothing, the node selector, tolerations, labels, and what some plugins
 # do not declare row by row (host ports, spread, preferred node affinity, pod anti-affinity)
 EXTRAS: list[dict[str, Any]] = [
@@ -43,6 +46,7 @@ EXTRAS: list[dict[str, Any]] = [
         {"weight": 10, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}]}}}},
     {"labels": APP, "extra_spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": APP}}]}}}},
+    ZONE_ANTI,
 ]
 # the last two fail on some nodes or on all
 SIZES = [("100m", "128Mi"), ("500m", "512Mi"), ("1", "1Gi"), ("2", "3Gi"), ("3", "6Gi"), ("16", "1Gi")]
@@ -78,6 +82,10 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         for k in range(draw(st.integers(0, 2))):
             running = pod(f"run-{name}-{k}", cpu="500m", memory="512Mi", node_name=name,
                           labels=draw(st.sampled_from([{}, APP])))
+            if draw(st.integers(0, 5)) == 0:   # placed terms: the labels of every pod are read
+                running["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 1, "podAffinityTerm": {"topologyKey": ZONE, "labelSelector": {
+                        "matchLabels": {"app": "none"}}}}]}}
             if draw(st.integers(0, 3)) == 0:   # releasing: pods that fit only once it is gone are pipelined
                 running["metadata"]["deletionTimestamp"] = to_rfc3339(T0)
             objects.append(running)
@@ -287,3 +295,24 @@ def test_a_label_only_the_load_aware_plugin_reads_parts_signatures() -> None:
     assert plain == other_label
     assert plain != batch
     ssn.close()
+
+
+def test_a_pod_placed_alone_with_terms_ends_the_kept_states() -> None:
+    """Web pods after a tiny pod whose anti-affinity keeps web pods out of its zone, on two alike big nodes of
+    their own zones and a small one (a placed pod's terms from the start: every signature reads the labels
+    throughout): once that pod is placed on the big node the first web pod left, no web pod goes there, as
+    evaluated alone (fails when its placement does not end the web pods' kept state, which would take them to
+    the freer big node)."""
+    nodes = [node("n0", cpu="8", labels={ZONE: "z0"}), node("n1", cpu="8", labels={ZONE: "z1"}),
+             node("n2", cpu="2", labels={ZONE: "z2"})]
+    terms = pod("terms", cpu="10m", node_name="n2", extra_spec={"affinity": {"podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": {
+            "topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "none"}}}}]}}})
+    pods = [pod(f"p{j:02d}", cpu="10m" if j == 1 else "100m", memory="128Mi", created=T0 + j,
+                **(ZONE_ANTI if j == 1 else {"labels": APP})) for j in range(6)]
+    alone_binds, _, _ = _run([*nodes, terms, *pods], LOADAWARE_CONF, identical_runs=False)
+    binds, _, _ = _run([*nodes, terms, *pods], LOADAWARE_CONF, identical_runs=True)
+    assert binds == alone_binds
+    placed = dict(binds)
+    assert placed["default/p01"] in ("n0", "n1") and placed["default/p00"] != placed["default/p01"]
+    assert all(n != placed["default/p01"] for key, n in binds if key != "default/p01")
