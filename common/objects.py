@@ -352,8 +352,14 @@ class PodView:
         elif type(status) is not dict and not _is_map(status):
             return None
         try:
-            labels, koord, priority_class = self._relabelled(obj, meta.get("labels"), old_meta.get("labels"))
-            annotations = self._annotations_of(meta.get("annotations"), old_meta.get("annotations"))
+            raw_labels, raw_annotations = meta.get("labels"), meta.get("annotations")
+            # versions share what did not change: the same labels or annotations object is this view's, told here
+            if raw_labels is old_meta.get("labels"):
+                labels, koord, priority_class = self.labels, self.koord_qos, self.priority_class
+            else:
+                labels, koord, priority_class = self._relabelled(obj, raw_labels)
+            annotations = (self.annotations if raw_annotations is old_meta.get("annotations")
+                           else self._annotations_of(raw_annotations))
             ready = _ready(status.get("conditions"), "status.conditions") is True
             start_time = _time(status.get("startTime"), "status.startTime")
         except (ValueError, AttributeError, TypeError, KeyError):
@@ -366,12 +372,9 @@ class PodView:
             self.owner_kind, self.creation_time, start_time, bool(meta.get("deletionTimestamp")), ready,
             self.node_selector, self.tolerations, self.affinity, obj)
 
-    def _relabelled(self, obj: Mapping[str, Any], raw: Any,
-                    was: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
-        """The labels of a new version of the pod (this view's when they did not change) and what ``parse``
-        derives from them: the Koordinator QoS and priority class."""
-        if raw is was:
-            return self.labels, self.koord_qos, self.priority_class
+    def _relabelled(self, obj: Mapping[str, Any], raw: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
+        """The labels of a new version of the pod (this view's when they are equal) and what ``parse`` derives
+        from them: the Koordinator QoS and priority class."""
         check_strings(raw, "metadata.labels")
         labels = dict(raw or {})
         if labels == self.labels:
@@ -379,10 +382,8 @@ class PodView:
         koord = koord_qos(obj, self.qos)
         return labels, koord, pod_priority_class(obj, koord)
 
-    def _annotations_of(self, raw: Any, was: Any) -> Mapping[str, str]:
-        """The annotations of a new version of the pod (this view's when they did not change)."""
-        if raw is was:
-            return self.annotations
+    def _annotations_of(self, raw: Any) -> Mapping[str, str]:
+        """The annotations of a new version of the pod (this view's when they are equal)."""
         check_strings(raw, "metadata.annotations")
         annotations = dict(raw or {})
         return self.annotations if annotations == self.annotations else annotations

@@ -197,7 +197,8 @@ class _Update:
         """Derive node ``i``'s state anew from its view, NodeMetric and pods (None: the same pods as before, whose
         entries are kept)."""
         memo, names = self.memo, self.args.resource_names
-        profile = memo.profile(view.annotations)
+        # the same view has the same annotations: its profile is the kept one (the memo may have dropped it)
+        profile = self.profiles[i] if view is self.views[i] else memo.profile(view.annotations)
         if self.fresh or profile is not self.profiles[i]:
             self.profiles[i] = profile
             for mine, one in zip(self.thresholds, threshold_matrices([profile], names), strict=True):

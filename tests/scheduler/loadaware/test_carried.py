@@ -24,12 +24,12 @@ from scheduler.loadaware.carried import PodLog, open_carried
 from scheduler.loadaware.estimator import SCALING_FACTORS_ANNOTATION
 from scheduler.loadaware.evaluate import LoadAwareState
 from scheduler.loadaware.memo import LoadAwareMemo
+from scheduler.loadaware.profile import USAGE_THRESHOLDS_ANNOTATION
 from scheduler.loadaware.snapshot import open_state
 
 from .helpers import GI, metric
 
 NODES = 4
-THRESHOLDS = "scheduling.koordinator.sh/usage-thresholds"
 ARGS = [{}, {"estimatedSecondsAfterPodScheduled": 90},
         {"estimatedSecondsAfterInitialized": 30, "allowCustomizeEstimation": True},
         {"aggregated": {"usageThresholds": {"cpu": 60}, "usageAggregationType": "p95"}}]
@@ -38,7 +38,8 @@ FIELDS = ("load_filter", "load_prod", "load_score", "has_status", "has_metric", 
 
 
 def _node(i: int, version: int) -> NodeView:
-    annotations = {THRESHOLDS: json.dumps({"usageThresholds": {"cpu": 50 + version % 3 * 10}})} if version % 2 else {}
+    thresholds = json.dumps({"usageThresholds": {"cpu": 50 + version % 3 * 10}})
+    annotations = {USAGE_THRESHOLDS_ANNOTATION: thresholds} if version % 2 else {}
     if version % 3 == 2:
         annotations["node.koordinator.sh/raw-allocatable"] = json.dumps({"cpu": "6"})
     if version % 4 == 3:
