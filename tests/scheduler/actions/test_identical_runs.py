@@ -163,12 +163,8 @@ def test_runs_place_as_every_pod_evaluated_alone(objects: list[dict[str, Any]], 
     assert explained_tasks == tasks
 
 
-def test_a_run_of_replicas_spreads_over_alike_nodes_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Twelve replicas (created at different times) on six alike nodes: every placement comes from the runs, with
-    ties broken at random as select_best breaks them."""
-    objects: list[dict[str, Any]] = [node(f"n{i}", labels={ZONE: "z0"}) for i in range(6)]
-    objects += [pod(f"p{j:02d}", cpu="100m", memory="128Mi", created=T0 + j) for j in range(12)]
-    alone_binds, _, _ = _run(objects, DEFAULT_CONF_YAML, identical_runs=False)
+def _count_answers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the pods the runs answer from now on, in order (SignatureRuns.pick wrapped)."""
     answered: list[str] = []
     pick = SignatureRuns.pick
 
@@ -178,6 +174,16 @@ def test_a_run_of_replicas_spreads_over_alike_nodes_as_alone(monkeypatch: pytest
             answered.append(task.key)
         return got
     monkeypatch.setattr(SignatureRuns, "pick", counted)
+    return answered
+
+
+def test_a_run_of_replicas_spreads_over_alike_nodes_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Twelve replicas (created at different times) on six alike nodes: every placement comes from the runs, with
+    ties broken at random as select_best breaks them."""
+    objects: list[dict[str, Any]] = [node(f"n{i}", labels={ZONE: "z0"}) for i in range(6)]
+    objects += [pod(f"p{j:02d}", cpu="100m", memory="128Mi", created=T0 + j) for j in range(12)]
+    alone_binds, _, _ = _run(objects, DEFAULT_CONF_YAML, identical_runs=False)
+    answered = _count_answers(monkeypatch)
     binds, _, _ = _run(objects, DEFAULT_CONF_YAML, identical_runs=True)
     assert len(binds) == 12
     assert binds == alone_binds
@@ -264,15 +270,7 @@ def test_pods_differing_in_what_a_plugin_reads_do_not_share_a_kept_state(case: s
     pods = [pod(f"p{j:02d}", cpu="100m", memory="128Mi", created=T0 + j, **(first if j % 2 == 0 else second))
             for j in range(6)]
     alone_binds, _, _ = _run(objects + pods, conf_text, identical_runs=False)
-    answered: list[str] = []
-    pick = SignatureRuns.pick
-
-    def counted(run: SignatureRuns, task: TaskInfo) -> tuple[NodeInfo, bool, bool] | None:
-        got = pick(run, task)
-        if got is not None:
-            answered.append(task.key)
-        return got
-    monkeypatch.setattr(SignatureRuns, "pick", counted)
+    answered = _count_answers(monkeypatch)
     binds, _, _ = _run(objects + pods, conf_text, identical_runs=True)
     assert len(answered) == len(binds) == 6
     assert binds == alone_binds
