@@ -51,7 +51,7 @@ from .evaluate import (
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "SLOTS", "SplitRows", "same_pod", "signature"]
+__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "SLOTS", "SplitRows", "signature"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -89,41 +89,11 @@ SLOTS = 64
 # more), its kept state is made anew from the vectors rather than caught up
 RESEED_ENTRIES = 64
 RESEED_FRACTION = 0.25
-# metadata fields that name one pod among identical ones (the creation time too: no plugin that gives RowsOf for a
-# pod reads it)
+# metadata fields that name one pod among alike ones (the creation time too: no plugin that gives RowsOf for a pod
+# reads it)
 _IDENTITY = frozenset({"name", "uid", "resourceVersion", "generateName", "creationTimestamp", "managedFields"})
 _UNKEYED = _IDENTITY | {"labels"}
 _CONDITIONS = frozenset({"conditions"})
-
-
-def _without(raw: Any, keys: frozenset[str]) -> dict[str, Any]:
-    return {k: v for k, v in raw.items() if k not in keys} if isinstance(raw, Mapping) else {}
-
-
-_ABSENT = object()
-
-
-def _alike(a: Any, b: Any, keys: frozenset[str]) -> bool:
-    """``_without(a, keys) == _without(b, keys)``, compared entry by entry instead of making the two dicts."""
-    if type(a) is not dict or type(b) is not dict:
-        return _without(a, keys) == _without(b, keys)
-    n = 0
-    for k, v in a.items():
-        if k in keys:
-            continue
-        w = b.get(k, _ABSENT)
-        if v is not w and (w is _ABSENT or v != w):
-            return False
-        n += 1
-    return n == len(b) - len(keys.intersection(b))
-
-
-def same_pod(a: PodView, b: PodView) -> bool:
-    """Whether two pods are alike for scheduling: the same spec, the same metadata but for their identity and
-    creation time, the same status but for its conditions (a failed pod's message)."""
-    ra, rb = a.raw, b.raw
-    return (ra.get("spec") == rb.get("spec") and _alike(ra.get("metadata"), rb.get("metadata"), _IDENTITY)
-            and _alike(ra.get("status"), rb.get("status"), _CONDITIONS))
 
 
 def _items(raw: Any, keys: frozenset[str]) -> list[tuple[str, Any]]:
@@ -244,8 +214,6 @@ class _Best:
             self.members = set(self.top)
             self.best = float(kept.total[self.top[0]]) if self.top else 0.0
         return self.top
-
-
 
 
 class SignatureRuns:

@@ -63,23 +63,6 @@ def test_restatus_is_remove_then_add(steps: list[tuple[int, TaskStatus, TaskStat
         assert _state(fast) == _state(slow)
 
 
-_VALUES = st.one_of(st.none(), st.integers(0, 2), st.text("ab", max_size=2),
-                    st.dictionaries(st.sampled_from("xy"), st.integers(0, 1), max_size=2))
-_SECTIONS = st.one_of(st.none(), st.text("a", max_size=1),
-                      st.dictionaries(st.sampled_from(["name", "uid", "labels", "conditions", "phase", "k"]), _VALUES,
-                                      max_size=5))
-
-
-@settings(max_examples=300, deadline=None)
-@given(_SECTIONS, _SECTIONS, st.sampled_from([runs._IDENTITY, runs._CONDITIONS]))
-def test_alike_is_equality_without_the_keys(a: object, b: object, keys: frozenset[str]) -> None:
-    """``same_pod``'s entry-by-entry comparison answers what comparing the two sections without ``keys`` does."""
-    assert runs._alike(a, b, keys) == (runs._without(a, keys) == runs._without(b, keys))
-    if isinstance(a, dict):
-        twin = {k: v for k, v in reversed(list(a.items()))}
-        assert runs._alike(a, twin, keys)
-
-
 def _kept(start: list[tuple[int, bool, bool]]) -> runs._Kept:
     """A kept state of nodes with these totals, feasibility and fits (idle and future alike)."""
     feasible = np.array([ok for _, ok, _ in start])
