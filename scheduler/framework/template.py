@@ -72,7 +72,7 @@ class TaskTemplate:
                 vectors.put(pod.requests, got)
         _, req, vec, nonzero, packed, best_effort, names = got
         prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
-        has_priority = "priority" in (pod.raw.get("spec") or {})
+        has_priority = _has_spec_priority(pod)
         priority = pod.priority if has_priority else 1
         if prio_text is not None:
             try:
@@ -86,7 +86,7 @@ class TaskTemplate:
         template: TaskTemplate = _make_template(
             pod.uid or pod.key, req, task_status_of(pod), pod.node_name, priority,
             True if flag is None else flag.strip().lower() in ("true", "1", "yes"), pod_flag(pod, TASK_SPEC_KEY) or "",
-            best_effort, vec, nonzero, str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), names,
+            best_effort, vec, nonzero, _nominated(pod), names,
             job_id, bool(pod.group_name), pod.terminal, pod.scheduler_name, job_id.split("/", 1)[1],
             pod.creation_time or 0.0, pod.priority_class_name, spec_priority, packed)
         return template
@@ -100,12 +100,12 @@ class TaskTemplate:
                 or pod.name != was.name or pod.namespace != was.namespace or pod.priority != was.priority
                 or pod.scheduler_name != was.scheduler_name or pod.creation_time != was.creation_time
                 or pod.priority_class_name != was.priority_class_name
-                or ("priority" in (pod.raw.get("spec") or {})) != ("priority" in (was.raw.get("spec") or {}))):
+                or _has_spec_priority(pod) != _has_spec_priority(was)):
             return None
         template: TaskTemplate = _make_template(
             self.uid, self.resreq, task_status_of(pod), pod.node_name, self.priority,
             self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
-            str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or ""), self.names, self.job_id,
+            _nominated(pod), self.names, self.job_id,
             self.grouped, pod.terminal, self.scheduler_name, self.job_name, self.creation_time,
             self.priority_class_name, self.spec_priority, self.packed)
         return template
@@ -124,6 +124,16 @@ class TaskTemplate:
         return TaskInfo.filled((self.uid, job, pod, self.resreq, self.status, self.node_name, self.priority,
                                 self.preemptable, self.role, self.best_effort, self.vector, self.nonzero,
                                 self.nominated_node, False, ""), renew)
+
+
+def _has_spec_priority(pod: PodView) -> bool:
+    """Whether the pod's spec sets ``priority`` (else its tasks' priority is 1, and no spec priority is kept)."""
+    return "priority" in (pod.raw.get("spec") or {})
+
+
+def _nominated(pod: PodView) -> str:
+    """The node the pod's status nominates, "" if none."""
+    return str((pod.raw.get("status") or {}).get("nominatedNodeName", "") or "")
 
 
 # TaskTemplate's constructor made slot by slot (common.slots: a template per new pod and per bind)
