@@ -20,8 +20,6 @@ applies a new pod; pods sharing a uid are not carried at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import attrgetter, is_not
 from typing import Any
 
 import numpy as np
@@ -42,7 +40,6 @@ __all__ = ["CarriedParts", "CarriedState", "Rebuild", "open_carried"]
 IntArray = npt.NDArray[np.int64]
 _Batch = tuple[list[int], list[IntArray], list[TaskStatus]]
 _KEY = "session.carried"
-_STAMP = attrgetter("schedule_start")
 
 
 class Rebuild(Exception):
@@ -231,9 +228,7 @@ class CarriedState:
         jobs = self.single_jobs
         for uid in [uid for uid in self.in_play if not needs_look(jobs[uid])]:
             del self.in_play[uid]
-        if self.unstamped:
-            stamps = map(_STAMP, map(jobs.__getitem__, self.unstamped))
-            self.unstamped.difference_update(list(compress(self.unstamped, map(is_not, stamps, repeat(None)))))
+        self.unstamped = {uid for uid in self.unstamped if jobs[uid].schedule_start is None}
 
     def _touched(self) -> None:
         """Note the pods whose task or group of one the last session touched (:attr:`redo`: made anew from the pod
