@@ -276,7 +276,10 @@ def _resource_rows(ssn: Session, resources: Sequence[tuple[str, int, ComputeOf, 
 
         def rows(at: list[int]) -> list[int]:
             if len(at) == 1:
-                return [sum(weight * fn(at)[0] for weight, fn in fns)]
+                value = 0
+                for weight, fn in fns:
+                    value += weight * fn(at)[0]
+                return [value]
             idx = np.array(at, dtype=np.intp)
             if fused is not None:
                 out: list[int] = fused.rows(idx).tolist()
