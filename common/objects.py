@@ -120,8 +120,18 @@ def _boolean(raw: Any, default: bool, field_name: str) -> bool:
 
 
 def _ready(conditions: Any, field_name: str) -> bool | None:
-    """The Ready condition's status (``None`` without one)."""
+    """The Ready condition's status (``None`` without one); a list of plain dicts (parsed JSON) is read in one
+    pass, anything else checked first by :func:`_maps`."""
     ready = None
+    if type(conditions) is list:
+        for cond in conditions:
+            if type(cond) is not dict:
+                break
+            if cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        else:
+            return ready
+        ready = None
     for cond in _maps(conditions, field_name):
         if cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
@@ -273,6 +283,9 @@ class PodView:
     tolerations: tuple[Mapping[str, Any], ...]
     affinity: Mapping[str, Any]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    # the spec's ``marshal`` serialisation (format 2) when the view was parsed pending from plain data, else None:
+    # equal bytes are equal specs (the scheduler's pod signatures read it instead of serialising the spec again)
+    spec_bytes: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -330,7 +343,8 @@ class PodView:
             resources.nonzero_requests, resources.limits, owner_kind,
             _time(created, f"{where}: metadata.creationTimestamp") if created else None,
             _time(started, f"{where}: status.startTime") if started else None,
-            bool(meta.get("deletionTimestamp")), ready, parts.node_selector, parts.tolerations, parts.affinity, obj)
+            bool(meta.get("deletionTimestamp")), ready, parts.node_selector, parts.tolerations, parts.affinity, obj,
+            parts.spec_bytes)
 
     def refreshed(self, obj: Mapping[str, Any]) -> PodView | None:
         """``PodView.parse(obj)`` made from this view, for ``obj`` a new version of its pod that changed only what
@@ -363,7 +377,10 @@ class PodView:
             annotations = (self.annotations if raw_annotations is old_meta.get("annotations")
                            else self._annotations_of(raw_annotations))
             ready = _ready(status.get("conditions"), "status.conditions") is True
-            start_time = _time(status.get("startTime"), "status.startTime")
+            started = status.get("startTime")
+            # a text is parsed once (the clock's second): its cache asked directly
+            start_time = (_cached_time(started) if type(started) is str and started
+                          else _time(started, "status.startTime"))
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
         # PodView's fields in their order (see _make_pod_view)
@@ -372,7 +389,7 @@ class PodView:
             str(status.get("phase", "Pending") or "Pending"), self.priority, self.priority_class_name,
             self.scheduler_name, self.qos, koord, priority_class, self.requests, self.nonzero_requests, self.limits,
             self.owner_kind, self.creation_time, start_time, bool(meta.get("deletionTimestamp")), ready,
-            self.node_selector, self.tolerations, self.affinity, obj)
+            self.node_selector, self.tolerations, self.affinity, obj, self.spec_bytes if spec is old_spec else None)
 
     def _relabelled(self, obj: Mapping[str, Any], raw: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
         """The labels of a new version of the pod (this view's when they are equal) and what ``parse`` derives
@@ -406,6 +423,7 @@ class _SpecParts:
     # when they are not known without the pod: its spec.priority is not one the priority bands read)
     koord_qos: str
     priority_class: PriorityClass
+    spec_bytes: bytes | None   # the spec's serialisation, when the parts are kept by it
 
 
 # Replicas of one workload are created from one template: a pending pod's spec, as plain data, is often one already
@@ -432,6 +450,7 @@ def _spec_parts(obj: Mapping[str, Any]) -> _SpecParts:
             hit = _SPEC_PARTS.get(key)
             if hit is not None:
                 return hit
+    spec_bytes = key[0] if key is not None else None
     check_pod_spec(spec)
     spec = spec or {}
     resources = pod_resources(obj)
@@ -444,7 +463,7 @@ def _spec_parts(obj: Mapping[str, Any]) -> _SpecParts:
     parts = _SpecParts(resources, str(spec.get("priorityClassName", "") or ""),
                        str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
                        dict(spec.get("nodeSelector") or {}), tuple(spec.get("tolerations") or ()),
-                       dict(spec.get("affinity") or {}), koord, priority_class)
+                       dict(spec.get("affinity") or {}), koord, priority_class, spec_bytes)
     if key is not None:
         if len(_SPEC_PARTS) >= _SPEC_PARTS_LIMIT:
             _SPEC_PARTS.clear()
