@@ -30,8 +30,8 @@ from common.reservation import RESERVATIONS_ANNOTATION
 from scheduler.framework.changes import ChangeLog, Changes
 
 from .args import LoadAwareArgs
-from .cache import AssignedPodCache, NodeEntries
-from .evaluate import LoadAwareState, node_rows, threshold_matrices
+from .cache import AssignedPodCache, NodeEntries, load_rows
+from .evaluate import LoadAwareState, row_aggregations, threshold_matrices
 from .memo import LoadAwareMemo
 from .profile import ThresholdProfile
 from .snapshot import allocatable_row
@@ -155,7 +155,7 @@ class _Derived:
 
     at: list[int]
     has_status: list[bool]
-    rows: list[tuple[int, ...]]
+    rows: list[list[int]]
     dated: list[bool]
     recent: list[float]
     update: list[float]
@@ -220,11 +220,12 @@ class _Update:
             return
         group = self.groups[view.name]
         m = memo.metric(metric)
-        rows = node_rows(self.args, profile, m, group.at(now))
+        plain, score = row_aggregations(self.args, profile)
+        has_status, rows = load_rows(m, group.at(now), len(names), plain, score)
         d = self.derived
         d.at.append(i)
-        d.has_status.append(rows.has_status)
-        d.rows.append(rows.values)
+        d.has_status.append(has_status)
+        d.rows.append(rows)
         d.dated.append(group.dated is not None)
         d.recent.append(math.nan if m.update is None else m.update - m.interval)
         d.update.append(math.nan if metric.update_time is None else metric.update_time)
