@@ -147,7 +147,8 @@ def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                           args.allow_customize_estimation)
     after_sched = _seconds(pod, AFTER_SCHED_ANNOTATION, args.estimated_seconds_after_pod_scheduled,
                            args.allow_customize_estimation)
-    initialized = _condition_time(pod, "Initialized")
+    # the Initialized time is read only where it may set the deadline
+    initialized = _condition_time(pod, "Initialized") if after_init and after_init > 0 else None
     deadline: float | None = None
     from_timestamp: int | None = None
     if after_init and after_init > 0 and initialized is not None:
