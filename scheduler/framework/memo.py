@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 __all__ = ["IdentityMemo", "SessionMemo"]
 
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class IdentityMemo(Generic[V]):
@@ -94,7 +95,7 @@ class SessionMemo:
         self.claimed_epoch = -1
         self.previous_claim = -1
         # for_objects' shared tuple, the sequence last found equal to it and the epoch it was found in
-        self._last_sequence: tuple[tuple[object, ...], Sequence[object], int] | None = None
+        self._last_sequence: tuple[tuple[Any, ...], Sequence[Any], int] | None = None
 
     def claim(self, owner: object) -> bool:
         """Whether ``owner`` may renew the mutable objects earlier sessions left (no other owner holds them)."""
@@ -138,7 +139,7 @@ class SessionMemo:
         The sequences are compared once per session and sequence object, not once per key: the keys' values are
         stored with one shared tuple of the objects, which a sequence found equal to it stands for until the next
         rotation (a session's callers hand the same read-only node list to several keys, 5,000 objects each)."""
-        seq = self._sequence(objects)
+        seq = self.shared_tuple(objects)
         hit = self._values.get(key)
         if hit is not None and (hit[0] is seq or _same(hit[0], seq)):
             value: V = hit[1]
@@ -149,10 +150,11 @@ class SessionMemo:
         self._values[key] = (seq, value)
         return value
 
-    def _sequence(self, objects: Sequence[object]) -> tuple[object, ...]:
-        """The tuple of ``objects`` that :meth:`for_objects` stores: the last one made while they are the same
-        objects in the same order, without a comparison when ``objects`` is the sequence it was last found equal
-        to in this session."""
+    def shared_tuple(self, objects: Sequence[T]) -> tuple[T, ...]:
+        """A tuple of ``objects`` (read-only: a sequence the caller does not change while this session runs): the
+        last one made while they are the same objects in the same order, so callers that keep one may compare it
+        by identity; without a comparison when ``objects`` is the sequence last found equal to it in this session
+        (what :meth:`for_objects` stores its values with)."""
         last = self._last_sequence
         if last is not None and last[1] is objects and last[2] == self.epoch:
             return last[0]

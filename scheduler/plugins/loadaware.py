@@ -181,7 +181,8 @@ class LoadAware:
                 percent, sources = memo.waterlines(
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
-        state = self._open_state(ssn, views, memo, percent)
+        # the memo's shared tuple of the views: the carried state keeps it, and finds it again by identity
+        state = self._open_state(ssn, ssn.memo.shared_tuple(views), memo, percent)
         carried = memo.carried_nodes
         # only the nodes with a reservations annotation can hold a reservation (the carried state knows them)
         reserving = views if carried is None else [views[i] for i in carried.reserving]
