@@ -16,7 +16,7 @@ from common.resources import CPU, MEMORY, PODS, Resources
 from .api import TaskStatus, on_node
 from .memo import SessionMemo
 
-__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "resource_columns"]
+__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "carried_changes", "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
 # what a row cache keeps per node (int64 for most computations, a narrower integer type for some)
@@ -351,3 +351,16 @@ def carried_caches(memo: SessionMemo, key: str, arrays: NodeArrays, ident: objec
     if renewing:
         memo.carry(("rowcache", key), _Carried(ident, [a.copy(order="K") for a in inputs], caches))
     return caches
+
+
+def carried_changes(memo: SessionMemo, key: str, ident: object, inputs: Sequence[npt.NDArray[Any]], *,
+                    renewing: bool) -> IntArray | None:
+    """The rows where any of the per-node ``inputs`` (``[nodes]`` or ``[nodes, k]``) differ from those the previous
+    claiming session gave under ``key`` with an equal ``ident``; None when it gave none (or this session does not
+    renew), gave them with another ident or laid out otherwise.  A renewing session's inputs are kept (copied) for
+    the next one: what a computation over a node's inputs read as the session opened."""
+    prev: tuple[object, list[npt.NDArray[Any]]] | None = memo.carried(("changes", key)) if renewing else None
+    changed = _changed_rows(prev[1], inputs) if prev is not None and prev[0] == ident else None
+    if renewing:
+        memo.carry(("changes", key), (ident, [a.copy(order="K") for a in inputs]))
+    return changed

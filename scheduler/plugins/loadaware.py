@@ -39,7 +39,7 @@ from common.reservation import RESERVATIONS_ANNOTATION, active, parse_reservatio
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
-from scheduler.framework.arrays import carried_caches
+from scheduler.framework.arrays import carried_caches, carried_changes
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
@@ -282,9 +282,17 @@ class LoadAware:
             """A placement reserves on its node alone, but for a moved pod's replacement taking its reservation."""
             return bool(own)
 
+        # the rows read every per-node input of the state, the arguments and the pod's estimate: since the previous
+        # session, the nodes whose inputs differ as the sessions open
+        changed = carried_changes(ssn.memo, NAME, self.args, state.row_inputs(), renewing=ssn.renewing)
+
+        def rows_since(views_moved: bool) -> IntArray | None:
+            return changed
+
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows,
-                                    rows_key=rows_key, rows_moved=rows_moved)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved)
+                                    rows_key=rows_key, rows_moved=rows_moved, rows_since=rows_since)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved,
+                                rows_since=rows_since)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))
