@@ -7,6 +7,7 @@ view keeps ``raw`` for writing back and for anything the view does not model.
 from __future__ import annotations
 
 import functools
+import marshal
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,9 +16,9 @@ from typing import Any, Protocol, TypeGuard, TypeVar, overload
 
 from common.clock import parse_rfc3339
 from common.duration import parse_duration
-from common.podshape import check_pod, check_strings
-from common.podspec import pod_resources
-from common.qos import PriorityClass, QoSClass, koord_qos, pod_priority_class
+from common.podshape import check_pod_metadata, check_pod_spec, check_strings
+from common.podspec import PodResources, pod_resources
+from common.qos import KOORD_PRIORITY_LABEL, KOORD_QOS_LABEL, PriorityClass, QoSClass, koord_qos, pod_priority_class
 from common.resources import Resources
 from common.slots import slot_maker
 
@@ -119,8 +120,18 @@ def _boolean(raw: Any, default: bool, field_name: str) -> bool:
 
 
 def _ready(conditions: Any, field_name: str) -> bool | None:
-    """The Ready condition's status (``None`` without one)."""
+    """The Ready condition's status (``None`` without one); a list of plain dicts (parsed JSON) is read in one
+    pass, anything else checked first by :func:`_maps`."""
     ready = None
+    if type(conditions) is list:
+        for cond in conditions:
+            if type(cond) is not dict:
+                break
+            if cond.get("type") == "Ready":
+                ready = cond.get("status") == "True"
+        else:
+            return ready
+        ready = None
     for cond in _maps(conditions, field_name):
         if cond.get("type") == "Ready":
             ready = cond.get("status") == "True"
@@ -272,6 +283,9 @@ class PodView:
     tolerations: tuple[Mapping[str, Any], ...]
     affinity: Mapping[str, Any]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    # the spec's ``marshal`` serialisation (format 2) when the view was parsed pending from plain data, else None:
+    # equal bytes are equal specs (the scheduler's pod signatures read it instead of serialising the spec again)
+    spec_bytes: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def key(self) -> str:
@@ -300,10 +314,11 @@ class PodView:
         name = str(meta.get("name", ""))
         where = f"Pod {ns}/{name}"
         try:
-            check_pod(obj)
-            resources = pod_resources(obj)
+            check_pod_metadata(obj)
+            parts = _spec_parts(obj)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from exc
+        resources = parts.resources
         # each field's name for an error is made only when the field is there (a pending pod has none of these)
         owner_kind = ""
         refs = meta.get("ownerReferences")
@@ -315,20 +330,21 @@ class PodView:
         ready = conditions is not None and _ready(conditions, f"{where}: status.conditions") is True
         prio = spec.get("priority")
         created, started = meta.get("creationTimestamp"), status.get("startTime")
-        koord = koord_qos(obj, resources.qos)
+        labels = meta.get("labels")
+        known = parts.koord_qos and not (labels and (KOORD_QOS_LABEL in labels or KOORD_PRIORITY_LABEL in labels))
+        koord = parts.koord_qos if known else koord_qos(obj, resources.qos)
         # PodView's fields in their order (see _make_pod_view)
         return _make_pod_view(
             ns, name, str(meta.get("uid", "")), dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}),
             str(spec.get("nodeName", "") or ""), str(status.get("phase", "Pending") or "Pending"),
-            _integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0,
-            str(spec.get("priorityClassName", "") or ""),
-            str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
-            resources.qos, koord, pod_priority_class(obj, koord), resources.requests, resources.nonzero_requests,
-            resources.limits, owner_kind,
+            _integer(prio, 0, f"{where}: spec.priority") if prio is not None else 0, parts.priority_class_name,
+            parts.scheduler_name, resources.qos, koord,
+            parts.priority_class if known else pod_priority_class(obj, koord), resources.requests,
+            resources.nonzero_requests, resources.limits, owner_kind,
             _time(created, f"{where}: metadata.creationTimestamp") if created else None,
             _time(started, f"{where}: status.startTime") if started else None,
-            bool(meta.get("deletionTimestamp")), ready, dict(spec.get("nodeSelector") or {}),
-            tuple(spec.get("tolerations") or ()), dict(spec.get("affinity") or {}), obj)
+            bool(meta.get("deletionTimestamp")), ready, parts.node_selector, parts.tolerations, parts.affinity, obj,
+            parts.spec_bytes)
 
     def refreshed(self, obj: Mapping[str, Any]) -> PodView | None:
         """``PodView.parse(obj)`` made from this view, for ``obj`` a new version of its pod that changed only what
@@ -361,7 +377,10 @@ class PodView:
             annotations = (self.annotations if raw_annotations is old_meta.get("annotations")
                            else self._annotations_of(raw_annotations))
             ready = _ready(status.get("conditions"), "status.conditions") is True
-            start_time = _time(status.get("startTime"), "status.startTime")
+            started = status.get("startTime")
+            # a text is parsed once (the clock's second): its cache asked directly
+            start_time = (_cached_time(started) if type(started) is str and started
+                          else _time(started, "status.startTime"))
         except (ValueError, AttributeError, TypeError, KeyError):
             return None
         # PodView's fields in their order (see _make_pod_view)
@@ -370,7 +389,7 @@ class PodView:
             str(status.get("phase", "Pending") or "Pending"), self.priority, self.priority_class_name,
             self.scheduler_name, self.qos, koord, priority_class, self.requests, self.nonzero_requests, self.limits,
             self.owner_kind, self.creation_time, start_time, bool(meta.get("deletionTimestamp")), ready,
-            self.node_selector, self.tolerations, self.affinity, obj)
+            self.node_selector, self.tolerations, self.affinity, obj, self.spec_bytes if spec is old_spec else None)
 
     def _relabelled(self, obj: Mapping[str, Any], raw: Any) -> tuple[Mapping[str, str], str, PriorityClass]:
         """The labels of a new version of the pod (this view's when they are equal) and what ``parse`` derives
@@ -387,6 +406,69 @@ class PodView:
         check_strings(raw, "metadata.annotations")
         annotations = dict(raw or {})
         return self.annotations if annotations == self.annotations else annotations
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecParts:
+    """What :meth:`PodView.parse` reads of a pod's spec (and ``status.qosClass``, which its resources read), once
+    the spec's shape is checked."""
+
+    resources: PodResources
+    priority_class_name: str
+    scheduler_name: str
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, Any], ...]
+    affinity: Mapping[str, Any]
+    # the Koordinator QoS and priority class of a pod with these parts and no label that sets them ("" and NONE
+    # when they are not known without the pod: its spec.priority is not one the priority bands read)
+    koord_qos: str
+    priority_class: PriorityClass
+    spec_bytes: bytes | None   # the spec's serialisation, when the parts are kept by it
+
+
+# Replicas of one workload are created from one template: a pending pod's spec, as plain data, is often one already
+# parsed.  Its parts are kept by the spec's ``marshal`` serialisation (format 2: no back-references, so equal plain
+# values written in the same key order give the same bytes, and a value that is not plain data is refused), with
+# the status's qosClass.  A bound pod's spec names its node, so it is not kept (nor looked up).
+_SPEC_PARTS: dict[tuple[bytes, str | None], _SpecParts] = {}
+_SPEC_PARTS_LIMIT = 1024
+
+
+def _spec_parts(obj: Mapping[str, Any]) -> _SpecParts:
+    """The pod's :class:`_SpecParts`, its spec checked (``ValueError`` naming the field): kept per spec for pending
+    pods whose spec and qosClass are plain data, so the replicas after the first are not checked nor read again.
+    The parts' maps are shared by the views of those pods, as a refreshed view shares them with its previous one."""
+    spec = obj.get("spec")
+    qos = (obj.get("status") or {}).get("qosClass")
+    key = None
+    if type(spec) is dict and "nodeName" not in spec and (qos is None or type(qos) is str):
+        try:
+            key = (marshal.dumps(spec, 2), qos)
+        except ValueError:   # not plain data
+            key = None
+        else:
+            hit = _SPEC_PARTS.get(key)
+            if hit is not None:
+                return hit
+    spec_bytes = key[0] if key is not None else None
+    check_pod_spec(spec)
+    spec = spec or {}
+    resources = pod_resources(obj)
+    unlabelled = {"spec": spec}
+    try:
+        koord = koord_qos(unlabelled, resources.qos)
+        priority_class = pod_priority_class(unlabelled, koord)
+    except (TypeError, ValueError):   # parse reads spec.priority per pod, and says what is wrong with it
+        koord, priority_class = "", PriorityClass.NONE
+    parts = _SpecParts(resources, str(spec.get("priorityClassName", "") or ""),
+                       str(spec.get("schedulerName", "default-scheduler") or "default-scheduler"),
+                       dict(spec.get("nodeSelector") or {}), tuple(spec.get("tolerations") or ()),
+                       dict(spec.get("affinity") or {}), koord, priority_class, spec_bytes)
+    if key is not None:
+        if len(_SPEC_PARTS) >= _SPEC_PARTS_LIMIT:
+            _SPEC_PARTS.clear()
+        _SPEC_PARTS[key] = parts
+    return parts
 
 
 # ``PodView(*values)`` (every field given, by position: keywords cost a Python call as much again), made as its

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["check_pod", "check_strings"]
+__all__ = ["check_pod", "check_pod_metadata", "check_pod_spec", "check_strings"]
 
 
 class _Shape:
@@ -133,13 +133,24 @@ _SHAPE = _Shape()
 
 def check_pod(pod: Mapping[str, Any]) -> None:
     """Raise ``ValueError("spec.<path>: expected ..., got ...")`` for the first field of the wrong shape."""
+    check_pod_metadata(pod)
+    check_pod_spec(pod.get("spec"))
+
+
+def check_pod_metadata(pod: Mapping[str, Any]) -> None:
+    """:func:`check_pod`'s checks of the metadata (the labels and annotations), which come first."""
     s = _SHAPE
     meta = pod.get("metadata")
     if meta is not None:
         meta = s.map(meta, "metadata")
         s.labels(meta.get("labels"), "metadata.labels")
         s.labels(meta.get("annotations"), "metadata.annotations")
-    spec = s.map(pod.get("spec"), "spec")
+
+
+def check_pod_spec(raw: Any) -> None:
+    """:func:`check_pod`'s checks of the spec, which follow those of the metadata."""
+    s = _SHAPE
+    spec = s.map(raw, "spec")
     if not spec.get("containers"):
         raise ValueError("spec.containers: required: a pod has at least one container")
     s.containers(spec.get("containers"), "spec.containers")

@@ -15,6 +15,8 @@ from typing import Any
 from common.quantity import cached_quantity, parse_quantity
 
 __all__ = [
+    "KOORD_QOS_LABEL",
+    "KOORD_PRIORITY_LABEL",
     "QoSClass",
     "PriorityClass",
     "qos_class",
@@ -99,10 +101,15 @@ def priority_band(priority: int | None) -> PriorityClass:
     return PriorityClass.NONE
 
 
+# the labels that set a pod's Koordinator QoS and priority class (else derived from its QoS class and spec.priority)
+KOORD_QOS_LABEL = "koordinator.sh/qosClass"
+KOORD_PRIORITY_LABEL = "koordinator.sh/priority-class"
+
+
 def koord_qos(pod: Mapping[str, Any], qos: QoSClass | None = None) -> str:
     """Koordinator QoS (LSE/LSR/LS/BE/SYSTEM): the label if valid, else from the kube QoS class (``qos`` when the
     caller already knows the pod's)."""
-    label = ((pod.get("metadata") or {}).get("labels") or {}).get("koordinator.sh/qosClass")
+    label = ((pod.get("metadata") or {}).get("labels") or {}).get(KOORD_QOS_LABEL)
     if label in ("LSE", "LSR", "LS", "BE", "SYSTEM"):
         return str(label)
     return {"Guaranteed": "LSR", "Burstable": "LS", "BestEffort": "BE"}[(qos or qos_class(pod)).value]
@@ -111,7 +118,7 @@ def koord_qos(pod: Mapping[str, Any], qos: QoSClass | None = None) -> str:
 def pod_priority_class(pod: Mapping[str, Any], koord: str | None = None) -> PriorityClass:
     """Koordinator's ``GetPodPriorityClassWithDefault``: label, then spec.priority band, then QoS (``koord`` when
     the caller already knows the pod's ``koord_qos``)."""
-    label = ((pod.get("metadata") or {}).get("labels") or {}).get("koordinator.sh/priority-class")
+    label = ((pod.get("metadata") or {}).get("labels") or {}).get(KOORD_PRIORITY_LABEL)
     if label is not None:
         try:
             cls = PriorityClass(label)

@@ -115,20 +115,22 @@ def accounting_alone(views_moved: bool) -> IntArray:
 
 
 def _items(raw: Any, keys: frozenset[str]) -> list[tuple[str, Any]]:
-    return [(k, v) for k, v in raw.items() if k not in keys] if isinstance(raw, Mapping) else []
+    return [(k, v) for k, v in raw.items() if k not in keys] if type(raw) is dict or isinstance(raw, Mapping) else []
 
 
 def _base(pod: PodView) -> bytes | str:
     """The pod's spec, metadata but for identity, creation time and labels, and status but for its conditions,
     serialised: equal serialisations are equal values (a difference in key order only makes two signatures of one).
     ``marshal``'s format 2 writes values without back-references, so equal values written in the same order give
-    the same bytes; what it cannot write (no parsed JSON) is written as text."""
+    the same bytes; the spec is written as its own serialisation (``PodView.spec_bytes`` when the view has it);
+    what marshal cannot write (no parsed JSON) is written as text."""
     raw = pod.raw
-    parts = (raw.get("spec"), _items(raw.get("metadata"), _UNKEYED), _items(raw.get("status"), _CONDITIONS))
+    meta, status = _items(raw.get("metadata"), _UNKEYED), _items(raw.get("status"), _CONDITIONS)
     try:
-        return marshal.dumps(parts, 2)
+        spec = pod.spec_bytes if pod.spec_bytes is not None else marshal.dumps(raw.get("spec"), 2)
+        return marshal.dumps((spec, meta, status), 2)
     except ValueError:
-        return repr(parts)
+        return repr((raw.get("spec"), meta, status))
 
 
 def _labels(task: TaskInfo) -> Hashable:

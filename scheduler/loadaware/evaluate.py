@@ -28,6 +28,7 @@ __all__ = ["EXPIRED_REASON", "LoadFilter", "NodeThresholds", "LoadAwareState", "
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
 
 EXPIRED_REASON = "node(s) nodeMetric expired"
 # LoadAwareState.packed: reason code * _PACK + failing resource index + 1 (far more than any resource count)
@@ -204,7 +205,7 @@ class LoadAwareState:
             caps = waterline_percent.astype(np.int64)
             self.waterline_cap = np.where(caps > 0, np.maximum(caps - args.waterline_margin, 0), 0)
         self._static: dict[bool, _Static] = {}
-        self._plain: dict[bool, tuple[IntArray, IntArray]] = {}   # _plain_inputs, kept with _static
+        self._plain: dict[bool, tuple[IntArray, IntArray, FloatArray]] = {}   # _plain_inputs, kept with _static
         self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
@@ -376,20 +377,37 @@ class LoadAwareState:
             return self.packed(self.filter(estimate, is_prod=is_prod, is_daemonset=False, rows=rows))
         return self._packed_plain(estimate, is_prod, rows)
 
-    def _plain_inputs(self, is_prod: bool) -> tuple[IntArray, IntArray]:
+    def _plain_inputs(self, is_prod: bool) -> tuple[IntArray, IntArray, FloatArray]:
         """What :meth:`_packed_plain` reads besides the loads, per node: each resource's threshold where it is
-        checked (the largest int64, which no percent exceeds, where not), and the node's static code packed."""
+        checked (the largest int64, which no percent exceeds, where not), and the node's static code packed; and
+        what :meth:`_passes_plain` compares the unrounded percents with: the threshold plus one half where it is
+        checked (a percent rounded half up exceeds a positive integer threshold exactly when it reaches that; the
+        sum is exact), +inf where not, and -inf on every resource of a node its static code fails."""
         got = self._plain.get(is_prod)
         if got is None:
             _prod, thr, _checked, code, thr_on, _cap_on, _prod_any, _cap_any = self._static_masks(is_prod)
-            got = self._plain[is_prod] = (np.where(thr_on, thr, np.iinfo(np.int64).max), code * _PACK)
+            limits = np.where(thr_on, thr.astype(np.float64) + 0.5, np.inf)
+            limits[code != 0] = -np.inf
+            got = self._plain[is_prod] = (np.where(thr_on, thr, np.iinfo(np.int64).max), code * _PACK, limits)
         return got
+
+    def _passes_plain(self, estimate: IntArray, is_prod: bool, rows: IntArray) -> BoolArray:
+        """Whether the nodes ``rows`` pass :meth:`_packed_plain` (its outcome is 0), in fewer NumPy calls: the same
+        percents, unrounded, below every resource's limit (:meth:`_plain_inputs`).  For a percent p that is not
+        negative, p - floor(p) is exact, so p rounded half up is above an integer t exactly when p >= t + 0.5; a
+        negative percent is below every limit and rounds to at most 0, below every checked threshold."""
+        limits = self._plain_inputs(is_prod)[2]
+        pct = (self.load_filter[rows] + estimate).astype(np.float64)
+        pct /= self._alloc_div[rows]
+        pct *= 100.0
+        out: BoolArray = np.logical_and.reduce(pct < limits[rows], axis=1)
+        return out
 
     def _packed_plain(self, estimate: IntArray, is_prod: bool, rows: IntArray | None) -> IntArray:
         """:meth:`filter`'s packed outcome where no node takes prod thresholds nor has a waterline cap: the
         threshold check alone, in fewer NumPy calls (:meth:`used_percent`'s arithmetic, a percent compared only
         where a threshold is checked, the same outcome)."""
-        thr, base = self._plain_inputs(is_prod)
+        thr, base, _limits = self._plain_inputs(is_prod)
         if rows is None:
             load, div, base = self.load_filter, self._alloc_div, base.copy()
         else:
@@ -415,8 +433,12 @@ class LoadAwareState:
         def rows(at: list[int]) -> list[bool]:
             if len(at) <= ROW_BY_ROW:
                 return [v == 0 for v in self._packed_rows(at, est, is_prod)]
-            out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.int64))
-                               == 0).tolist()
+            idx = np.array(at, dtype=np.intp)
+            static = self._static_masks(is_prod)
+            if not static[6] and not static[7] and self.names:   # no prod thresholds nor caps anywhere
+                plain: list[bool] = self._passes_plain(estimate, is_prod, idx).tolist()
+                return plain
+            out: list[bool] = (self.filter_packed(estimate, is_prod=is_prod, rows=idx) == 0).tolist()
             return out
         return rows
 

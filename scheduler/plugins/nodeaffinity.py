@@ -173,8 +173,6 @@ class AffinityCheck:
     def __init__(self, ssn: Session, added: Mapping[str, Any] | None = None) -> None:
         self.ssn = ssn
         views = ssn.node_views()
-        self.labels = [v.labels for v in views]
-        self.names = [v.name for v in views]
         self._views = views
         self._by_label_set: NodeGroups[LabelSig] | None = None
         self._by_name: NodeGroups[LabelSig] | None = None
@@ -192,6 +190,16 @@ class AffinityCheck:
                 self.added_mask = affinity_filter({}, wrapped, self._groups_for(wrapped))
             if added.get(_PREFERRED):
                 self.added_preferred = self._preferred_raw(wrapped)
+
+    @property
+    def labels(self) -> list[Mapping[str, str]]:
+        """The nodes' labels in node order, read only when a grouping is made anew (most sessions take the last
+        one's: a Python pass over every node, per check, cost more than the rest of the check's opening)."""
+        return [v.labels for v in self._views]
+
+    @property
+    def names(self) -> list[str]:
+        return [v.name for v in self._views]
 
     @property
     def _groups(self) -> NodeGroups[LabelSig]:
@@ -270,7 +278,7 @@ class AffinityCheck:
         if hit is None:
             prefs = (pod.affinity.get("nodeAffinity") or {}).get(_PREFERRED)
             hit = self._preferred_raw(pod.affinity, self._pod_groups(pod)) if prefs else \
-                np.zeros(len(self.names), dtype=np.int64)
+                np.zeros(len(self._views), dtype=np.int64)
             self._preferred[key] = hit
         out: IntArray = hit + self.added_preferred
         return out

@@ -33,6 +33,7 @@ from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
 from scheduler.scoring.balanced import balance_ref, balance_two_columns, balanced_allocation
+from scheduler.scoring.cpumemory import BALANCED, CpuMemoryScores, WeightedScorer
 from scheduler.scoring.inputs import ColumnInputs, PodRows, RowInputs, scoring_inputs, scoring_rows
 from scheduler.scoring.nodeorder import NodeOrderWeights, parse_nodeorder_arguments
 from scheduler.scoring.resource_fit import (
@@ -59,7 +60,10 @@ ARGUMENTS: tuple[str, ...] = (
 )
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[TaskInfo], IntArray]
-BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
+GPU = "nvidia.com/gpu"
+BALANCED_RESOURCES = ("cpu", "memory", GPU)
+# the resource scorers' kinds for CpuMemoryScores
+_KINDS = {"leastrequested": LEAST_ALLOCATED, "mostrequested": MOST_ALLOCATED, "balancedresource": BALANCED}
 MB = 1024 * 1024
 MIN_IMAGE_THRESHOLD = 23 * MB
 MAX_CONTAINER_IMAGE_THRESHOLD = 1000 * MB
@@ -246,6 +250,47 @@ Summand = Callable[[TaskInfo], IntArray | OnMask | None]
 # alone while only pods like it are placed, and not on which nodes are scored (or is such a part plus one made anew
 # per pod: ``SplitRows``)
 PartRows = Callable[[TaskInfo], RowFn | SplitRows | None]
+
+
+def _resource_rows(ssn: Session, resources: Sequence[tuple[str, int, ComputeOf, PartRows]]) -> PartRows:
+    """The resource scorers' weighted sum on some nodes for a run of a pod, as one part: one node through each
+    scorer's own rows (their scalar references), more in one computation over cpu and memory where every scorer
+    reads those two alone (:class:`CpuMemoryScores`; balanced allocation reads a GPU the pod requests), else each
+    scorer's vector form, summed (integers: the same sum in any order)."""
+    arr = ssn.arrays
+    sums = (CpuMemoryScores([WeightedScorer(_KINDS[name], weight) for name, weight, _, _ in resources], arr.columns,
+                            arr.allocatable, arr.used, arr.nonzero_requested)
+            if CpuMemoryScores.usable(arr.columns, arr.allocatable) else None)
+    balanced = any(name == "balancedresource" for name, _, _, _ in resources)
+
+    def rows_of(task: TaskInfo) -> RowFn | None:
+        fns: list[tuple[int, RowFn]] = []
+        for _, weight, _, part in resources:
+            fn = part(task)
+            if fn is None or isinstance(fn, SplitRows):   # not a resource scorer's answer: the per-pod path
+                return None
+            fns.append((weight, fn))
+        fused = (sums.of(task.pod) if sums is not None and not (balanced and counts_for(GPU, task.pod.requests))
+                 else None)
+        computes = [(weight, compute_of(task)) for _, weight, compute_of, _ in resources] if fused is None else []
+
+        def rows(at: list[int]) -> list[int]:
+            if len(at) == 1:
+                value = 0
+                for weight, fn in fns:
+                    value += weight * fn(at)[0]
+                return [value]
+            idx = np.array(at, dtype=np.intp)
+            if fused is not None:
+                out: list[int] = fused.rows(idx).tolist()
+                return out
+            total = np.zeros(len(at), dtype=np.int64)
+            for weight, compute in computes:
+                total += compute(idx) * weight
+            summed: list[int] = total.tolist()
+            return summed
+        return rows
+    return rows_of
 
 
 def _zeros(at: list[int]) -> list[int]:
@@ -469,8 +514,10 @@ class NodeOrder:
                   ] if resources else []
         summed += [(weight, summand) for _, weight, (_, summand, _) in built]
         if summed:
-            parts = ([(name, weight, part) for name, weight, (_, part) in resources]
-                     + [(name, weight, part) for name, weight, (_, _, part) in built])
+            parts = [(name, weight, part) for name, weight, (_, _, part) in built]
+            if resources:   # one part for the run's rows: the scorers' weighted sum
+                parts.append(("resources", 1, _resource_rows(ssn, [(name, weight, compute_of, part) for
+                                                                   name, weight, (compute_of, part) in resources])))
             # the integer sum's order is free: the parts that may leave the pod to the per-pod path are asked first
             asked = sorted(parts, key=lambda b: b[0] not in ("podaffinity", "podtopologyspread"))
             rows = _weighted_rows([(weight, part) for _, weight, part in asked], self.weight)

@@ -77,6 +77,14 @@ class _NodeSeed:
         """Whether this seed was made at node row ``index`` from the very same pod objects, in the same order."""
         return self.index == index and len(self.pods) == len(pods) and all(map(is_, self.pods, pods))
 
+    def extended(self, pods: list[PodView]) -> _NodeSeed:
+        """A seed of the tasks of ``pods``, which are this seed's and more after them: this one's records, the
+        others' to be added (:meth:`add`)."""
+        out = _NodeSeed(self.index, pods)
+        out.placed, out.rows = list(self.placed), list(self.rows)
+        out.with_affinity, out.with_host_ports = list(self.with_affinity), list(self.with_host_ports)
+        return out
+
     def add(self, uid: str, placed: Placed, affinity: bool, host_ports: bool) -> None:
         self.placed.append((uid, placed))
         if affinity:
@@ -187,25 +195,31 @@ class _Carried:
         self._fresh: set[GroupKey] = set()  # while moving: the tallies already copied
         self.totals: _Totals | None = None
 
-    def moved(self, seeds: dict[str, _NodeSeed], names: Iterable[str] | None = None) -> _Carried:
+    def moved(self, seeds: dict[str, _NodeSeed], names: Iterable[str] | None = None,
+              added: Iterable[Placed] = ()) -> _Carried:
         """The carried state of ``seeds``: the pods of a seed no longer kept leave the tallies, those of a new one
-        enter them (``names``: the only nodes whose seed may differ, when known).  Each group's count on a node
-        moves once, by the difference of the old and new seeds: a pod seeded again where it was moves nothing, and
-        no count is deleted at zero to be added again (a map with deleted entries is copied entry by entry)."""
+        enter them (``names``: the only nodes whose seed may differ, when known, besides those whose new seed is
+        the old one's with the placements ``added`` after its own).  Each group's count on a node moves once, by
+        the difference of the old and new seeds: a pod seeded again where it was moves nothing, and no count is
+        deleted at zero to be added again (a map with deleted entries is copied entry by entry)."""
         out = _Carried(seeds, dict(self.tallies))
         before = self.seeds
         net: dict[tuple[GroupKey, int, bool], tuple[int, Placed]] = {}   # -> the move, and one such placement
+
+        def move(placements: Iterable[Placed], delta: int) -> None:
+            for p in placements:
+                key = (p.group, p.node, p.terminating)
+                got = net.get(key)
+                net[key] = (delta, p) if got is None else (got[0] + delta, got[1])
+
         for name in before.keys() | seeds.keys() if names is None else names:
             old, new = before.get(name), seeds.get(name)
             if old is new:
                 continue
             for seed, delta in ((old, -1), (new, 1)):
-                if seed is None:
-                    continue
-                for _, p in seed.placed:
-                    key = (p.group, p.node, p.terminating)
-                    got = net.get(key)
-                    net[key] = (delta, p) if got is None else (got[0] + delta, got[1])
+                if seed is not None:
+                    move((p for _, p in seed.placed), delta)
+        move(added, 1)
         for delta, p in net.values():
             if delta:
                 out._add(p, delta)
@@ -436,29 +450,39 @@ class PodIndex:
         seeds = dict(carried.seeds)
         where = dict(totals.where)
         stale: dict[str, str] = {}   # uid -> pod key, of the old seeds' pods not seeded again (yet)
+        gained = self._gained(ssn, carried.seeds, moved)
         for name in moved:
             old = seeds.get(name)
-            if old is not None:
+            if old is not None and name not in gained:
                 self._forget(old, stale)
                 if old.rows:
                     count[old.rows[0]] -= len(old.rows)
         rows: list[int] = []
         keys: set[str] = set()   # the pod keys the new seeds hold
+        added: list[Placed] = []   # the placements of the tasks that joined a kept seed
         for name in moved:
             nd = ssn.node_by_name.get(name)
             if nd is None:
                 seeds.pop(name, None)
                 continue
-            tasks = list(nd.tasks.values())
             here = self._index.get(name)
             old = carried.seeds.get(name)
-            prior = _Prior(old, memo) if old is not None else memo
-            seed = self._seed_node(tasks, here, prior, rows, _NodeSeed(here, list(map(_POD, tasks))), stale)
+            joined = gained.get(name)
+            if old is not None and joined is not None:
+                tasks, pods = joined
+                seed = self._seed_node(tasks[len(old.pods):], here, memo, rows, old.extended(pods), stale)
+                fresh = seed.placed[len(old.placed):] if seed is not None else []
+                added += (p for _, p in fresh)
+            else:
+                tasks = list(nd.tasks.values())
+                prior = _Prior(old, memo) if old is not None else memo
+                seed = self._seed_node(tasks, here, prior, rows, _NodeSeed(here, list(map(_POD, tasks))), stale)
+                fresh = seed.placed if seed is not None else []
             if seed is None:
                 self._clear()
                 return False
             seeds[name] = seed
-            mine = [p.pod.key for _, p in seed.placed]
+            mine = [p.pod.key for _, p in fresh]
             keys.update(mine)
             where.update(zip(mine, repeat(name)))
         for uid, key in stale.items():
@@ -467,13 +491,33 @@ class PodIndex:
                 where.pop(key, None)
         if rows:
             count += np.bincount(np.asarray(rows, dtype=np.int64), minlength=self.n)
-        out = carried.moved(seeds, moved)
+        out = carried.moved(seeds, moved - gained.keys(), added)
         out.totals = _Totals(totals.names, totals.log, ssn.snapshot.generation, dict(self._placed),
                              dict(self.with_affinity), dict(self.with_host_ports), count, where, frozenset())
         self._tallies = out.tallies
         ssn.memo.set_value(_NODES_KEY, out)
         self.pod_count = count.copy()
         return True
+
+    def _gained(self, ssn: Session, kept: Mapping[str, _NodeSeed], moved: set[str]
+                ) -> dict[str, tuple[list[TaskInfo], list[PodView]]]:
+        """The ``moved`` nodes whose tasks are their kept seed's, the same pod objects in the same order, with
+        tasks after them that count on the node's own row or on none (a bound pod joins its node's tasks at the
+        end), by name with their tasks and pods.  Such a node's seed is the kept one with the joining tasks'
+        records after its own, its pods' records left as they are (the tasks are untouched: their uid, node and
+        status are what the same pods said)."""
+        out: dict[str, tuple[list[TaskInfo], list[PodView]]] = {}
+        index = self._index
+        for name in moved:
+            old, nd = kept.get(name), ssn.node_by_name.get(name)
+            if old is None or nd is None or old.index != index.get(name) or len(nd.tasks) <= len(old.pods):
+                continue
+            tasks = list(nd.tasks.values())
+            pods = list(map(_POD, tasks))
+            if all(map(is_, old.pods, pods)) and all(
+                    index.get(t.node_name) in (old.index, None) for t in tasks[len(old.pods):] if t.node_name):
+                out[name] = (tasks, pods)
+        return out
 
     def _forget(self, seed: _NodeSeed, stale: dict[str, str]) -> None:
         """Takes a carried seed's pods out of what the index starts from: noted in ``stale`` (by uid, with their

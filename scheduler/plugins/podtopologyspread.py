@@ -169,7 +169,7 @@ class SpreadCheck:
         self.index = PodIndex.of(ssn)
         self.defaults = tuple(defaults)
         self.system_defaulted = system_defaulted
-        self.labels = [n.view.labels for n in ssn.nodes]
+        self.n = len(ssn.nodes)
         self._domains: dict[str, tuple[IntArray, int]] = {}
         # per topology key: the nodes carrying it, and whether every node is a domain of its own (row order)
         self._present: dict[str, BoolArray] = {}
@@ -185,7 +185,7 @@ class SpreadCheck:
         # signature (:meth:`_score_key`), kept current from the placements (False: scored node by node); the
         # answer of a pod without hard constraints (every node passes; shared, so not to be changed)
         self._plans: dict[int, _Plan] = {}
-        self.everywhere = FilterResult(_read_only(np.ones(len(self.labels), dtype=np.bool_)))
+        self.everywhere = FilterResult(_read_only(np.ones(self.n, dtype=np.bool_)))
         self._kept_scores: dict[Hashable, tuple[list[Constraint], KeptSoftScore | Literal[False]]] = {}
 
     # -- helpers --
@@ -195,8 +195,10 @@ class SpreadCheck:
         domains there are; kept from session to session while the node objects are the same, in the same order."""
         hit = self._domains.get(key)
         if hit is None:
-            hit = self.ssn.memo.for_objects(("spread.domains", key), self.ssn.node_views(),
-                                            lambda: _domain_ids(self.labels, key))
+            views = self.ssn.node_views()
+            # the labels read only when the nodes changed (a Python pass over every node)
+            hit = self.ssn.memo.for_objects(("spread.domains", key), views,
+                                            lambda: _domain_ids([v.labels for v in views], key))
             self._domains[key] = hit
             self._present[key] = hit[0] >= 0
             self._all_present[key] = bool(self._present[key].all())
@@ -264,7 +266,7 @@ class SpreadCheck:
         return None if np.count_nonzero(counting) == len(counting) else counting
 
     def _has_all(self, cons: Sequence[Constraint]) -> BoolArray:
-        out = np.ones(len(self.labels), dtype=np.bool_)
+        out = np.ones(self.n, dtype=np.bool_)
         for c in cons:
             out &= self.domains(c.spec.topology_key)[0] >= 0
         return out
@@ -275,7 +277,7 @@ class SpreadCheck:
     # -- filter --
 
     def filter(self, task: TaskInfo) -> FilterResult:
-        n = len(self.labels)
+        n = self.n
         try:
             cons, _ = self.constraints(task)
         except (ValueError, TypeError) as exc:
@@ -318,7 +320,7 @@ class SpreadCheck:
     def score(self, task: TaskInfo) -> IntArray:
         """0..100 per node, normalised over the nodes being scored (0 elsewhere and on ignored nodes: with the
         pod's own constraints, those lacking one of their keys)."""
-        n = len(self.labels)
+        n = self.n
         try:
             cons, system = self.constraints(task)
         except (ValueError, TypeError):
@@ -394,7 +396,7 @@ class SpreadCheck:
             parts.append(SoftPart(c.spec.max_skew, ids, ndom, own, own or c.spec.topology_key == HOSTNAME,
                                   self._counting(pod, c, within),
                                   self.index.counts(matcher, include_terminating=False), self.index.moved(matcher)))
-        return KeptSoftScore.make(parts, len(self.labels))
+        return KeptSoftScore.make(parts, self.n)
 
     def _scored_domains(self, key: str, scored: BoolArray, every: int) -> int:
         """How many domains of ``key`` hold one of the ``every`` scored nodes: all of them when fewer nodes with

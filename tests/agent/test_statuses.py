@@ -9,6 +9,7 @@ from array import array
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,9 @@ def _outcome(build: Any) -> tuple[str, Any]:
     return json.dumps(statuses), views
 
 
+# AWKWARD puts infinities of both signs in one window, whose sum is NaN and warned of by NumPy: the test compares
+# what the batch and the per-node builds make of such windows, so the warning is expected
+@pytest.mark.filterwarnings("ignore:invalid value encountered in reduce:RuntimeWarning")
 @settings(max_examples=200, deadline=None)
 @given(
     st.sampled_from([10, 60, 120, 300]),

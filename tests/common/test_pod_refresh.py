@@ -5,6 +5,7 @@ parse), and takes the fast way for the common ones."""
 from __future__ import annotations
 
 import copy
+import marshal
 from typing import Any
 
 from hypothesis import given, settings
@@ -134,6 +135,8 @@ def test_a_refreshed_view_is_what_a_full_parse_gives(events: list[tuple[dict[str
             assert got == full
             assert got.raw is new
             assert got.requests is view.requests      # the parsed requests are kept
+            # the spec's serialisation kept only while it is the spec's (signatures read it for the spec)
+            assert got.spec_bytes is None or got.spec_bytes == marshal.dumps(new["spec"], 2)
         if isinstance(full, PodView):
             cur, view = new, (got or full)
 

@@ -7,6 +7,7 @@ affinity, host ports, normalised scores) or the session does not allow (explain)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.clock import FakeClock, to_rfc3339
+from common.objects import PodView
 from scheduler.actions.allocate import Allocate
 from scheduler.conf import DEFAULT_CONF_YAML
 from scheduler.framework.api import NodeInfo, TaskInfo
 from scheduler.framework.evaluate import _top, evaluate_nodes, score_nodes
 from scheduler.framework.plugin import actions
-from scheduler.framework.runs import SignatureRuns, signature
+from scheduler.framework.runs import SignatureRuns, _base, signature
 from scheduler.framework.session import Session
 from scheduler.framework.snapshot import Snapshot
 from tests.scheduler.factories import LOADAWARE_CONF, T0, RecordingSink, conf, node, pod, podgroup
@@ -326,3 +328,15 @@ def test_a_pod_placed_alone_with_terms_ends_the_kept_states() -> None:
     placed = dict(binds)
     assert placed["default/p01"] in ("n0", "n1") and placed["default/p00"] != placed["default/p01"]
     assert all(n != placed["default/p01"] for key, n in binds if key != "default/p01")
+
+
+def test_the_signature_base_reads_the_spec_bytes_as_the_spec() -> None:
+    """A pending pod's view carries its spec's serialisation (``PodView.spec_bytes``), which the signature reads
+    instead of serialising the spec: a view without it (a refreshed one whose spec object changed) gets the same
+    base, and pods differing in their spec (or in metadata other than their identity) get different ones."""
+    views = [PodView.parse(pod(f"p{j}", cpu=cpu, created=T0 + j, annotations=ann))
+             for j, (cpu, ann) in enumerate([("100m", {}), ("100m", {}), ("200m", {}), ("100m", {"a": "b"})])]
+    assert all(v.spec_bytes is not None for v in views)
+    bases = [_base(v) for v in views]
+    assert bases[0] == bases[1] == _base(dataclasses.replace(views[0], spec_bytes=None))
+    assert len({bases[0], bases[2], bases[3]}) == 3

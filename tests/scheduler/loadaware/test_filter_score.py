@@ -4,6 +4,7 @@ expiry, annotations, prod and aggregated profiles, DaemonSet skip and burst safe
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -289,6 +290,43 @@ def _matrix_score(s: LoadAwareState, est: np.ndarray, *, is_prod: bool) -> list[
     valid = s.has_metric & ~s.expired & s.has_status
     scores: list[int] = np.where(valid, out, 0).tolist()
     return scores
+
+
+_near = hst.tuples(hst.integers(1, 40), hst.booleans(), hst.integers(1, 4000), hst.integers(-3, 3),   # see below
+                  hst.sampled_from(["fresh", "fresh", "expired", "no status", "no metric"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(hst.lists(_near, min_size=ROW_BY_ROW + 1, max_size=12), hst.integers(1, 99), hst.integers(0, 300),
+       hst.booleans(), hst.randoms())
+def test_a_runs_plain_filter_compares_unrounded_percents_with_half_above_the_thresholds(
+        nodes: list[tuple[int, bool, int, int, str]], cpu_thr: int, est_cpu: int, schedule_expired: bool,
+        order: random.Random) -> None:
+    """A run's filter on more rows than node by node, where no node takes prod thresholds or caps, compares the
+    unrounded percents with each threshold plus one half: filter's outcome on every node, with the cpu percents
+    drawn on the half points above the threshold (an allocatable of a multiple of 200 millicores) and a few
+    millicores around them, or around the threshold plus one half over any allocatable (rounding in between)."""
+    args = parse_loadaware_args({"usageThresholds": {"cpu": cpu_thr, "memory": 90},
+                                 "filterExpiredNodeMetrics": True,
+                                 "enableScheduleWhenNodeMetricsExpired": schedule_expired})
+    names = [f"n{i}" for i in range(len(nodes))]
+    alloc = {n: (200 * m if on_half else any_alloc, 64 * GI)
+             for n, (m, on_half, any_alloc, _, _) in zip(names, nodes, strict=True)}
+    metrics = []
+    for n, (_, _, _, delta, kind) in zip(names, nodes, strict=True):
+        cpu = alloc[n][0]
+        # the load at which the percent is the threshold plus one half (exactly, on a multiple of 200), moved
+        used = max(0, (cpu * (2 * cpu_thr + 1)) // 200 + delta - est_cpu)
+        if kind != "no metric":
+            metrics.append(metric(n, cpu_milli=used, memory=GI, update=1010.0 - (200 if kind == "expired" else 5),
+                                  status=kind != "no status"))
+    s = state(args, alloc, metrics)
+    est = np.array([est_cpu, 0], dtype=np.int64)
+    full = s.filter_packed(est, is_prod=False, rows=np.arange(len(nodes)))
+    assert full.tolist() == s.packed(s.filter(est, is_prod=False, is_daemonset=False)).tolist()
+    at = list(range(len(nodes))) * 2
+    order.shuffle(at)
+    assert s.passes_rows_of(est, is_prod=False)(at) == (full[at] == 0).tolist()
 
 
 _sized = hst.tuples(hst.integers(1, 128_000), hst.integers(1, 1024).map(lambda g: g * GI),          # allocatable

@@ -17,6 +17,7 @@ from scheduler.conf import default_conf
 from scheduler.engine import Scheduler
 from scheduler.framework.api import TaskStatus
 from scheduler.framework.session import Session
+from scheduler.plugins.podindex import _NodeSeed
 from scheduler.plugins.podtopologyspread import Matcher, PodIndex
 from tests.scheduler.factories import T0, RecordingSink, conf, node, pod, podgroup, queue
 
@@ -148,6 +149,29 @@ def test_a_deleted_pod_leaves_the_node_it_was_seeded_on() -> None:
     cluster, clock, sched = _started()
     for event in [("pod", "p1", "n0", "web", "anti"), ("session",), ("delete pod", "p1"),
                   ("pod", "p1", "n1", "web", "port"), ("pod", "p1", "n2", "db", "plain")]:
+        _apply(event, cluster, sched)
+        _check(cluster, clock, sched, event)
+
+
+def test_a_pod_joining_a_node_extends_its_kept_seed(monkeypatch: Any) -> None:
+    """A pod bound to a node joins its tasks at the end: the node's seed is the kept one and the new pod's record
+    (its pods with affinity or host ports kept with it), and leaving later takes those pods out again."""
+    cluster, clock, sched = _started()
+    for event in [("pod", "p0", "n0", "web", "anti"), ("pod", "p1", "n0", "db", "port"), ("session",)]:
+        _apply(event, cluster, sched)
+    _check(cluster, clock, sched, ("session",))
+    extended: list[int] = []
+    original = _NodeSeed.extended
+
+    def counted(seed: _NodeSeed, pods: list[Any]) -> _NodeSeed:
+        extended.append(len(pods))
+        return original(seed, pods)
+
+    monkeypatch.setattr(_NodeSeed, "extended", counted)
+    _apply(("pod", "p2", "n0", "web", "plain"), cluster, sched)
+    _check(cluster, clock, sched, ("p2 joins n0",))
+    assert extended == [3]
+    for event in [("delete pod", "p0"), ("delete pod", "p1"), ("delete pod", "p2")]:
         _apply(event, cluster, sched)
         _check(cluster, clock, sched, event)
 
