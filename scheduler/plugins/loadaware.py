@@ -39,7 +39,7 @@ from common.reservation import RESERVATIONS_ANNOTATION, active, parse_reservatio
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
-from scheduler.framework.arrays import carried_caches, carried_changes
+from scheduler.framework.arrays import carried_row_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
@@ -194,8 +194,8 @@ class LoadAware:
         # the previous session, they recompute the nodes whose rows of the state differ (their NodeMetric, pods,
         # freshness against the session's time, thresholds, waterline caps, reservations); the estimates they are
         # kept by follow from the pods and the arguments, which must be the same
-        filters, rows = carried_caches(ssn.memo, NAME, ssn.arrays, self.args, state.row_inputs(), 2,
-                                       renewing=ssn.renewing)
+        (filters, rows), changed = carried_row_caches(ssn.memo, NAME, ssn.arrays, self.args, state.row_inputs(),
+                                                      2, renewing=ssn.renewing)
 
         relax_after = self.args.relax_after_seconds
 
@@ -282,11 +282,9 @@ class LoadAware:
             """A placement reserves on its node alone, but for a moved pod's replacement taking its reservation."""
             return bool(own)
 
-        # the rows read every per-node input of the state, the arguments and the pod's estimate: since the previous
-        # session, the nodes whose inputs differ as the sessions open
-        changed = carried_changes(ssn.memo, NAME, self.args, state.row_inputs(), renewing=ssn.renewing)
-
         def rows_since(views_moved: bool) -> IntArray | None:
+            """The rows read the state's per-node inputs (those the row caches are carried by), the arguments and
+            the pod's estimate: since the previous session, the nodes whose inputs differ as the sessions open."""
             return changed
 
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows,
