@@ -41,9 +41,10 @@ from .evaluate import (
     FITS_FUTURE,
     FITS_IDLE,
     ROW_BY_ROW,
-    _fit_bits,
     _top,
     evaluate_nodes,
+    fit_bits,
+    fit_floor,
     fit_needs,
     fit_rows,
     score_nodes,
@@ -60,6 +61,7 @@ __all__ = ["CarriedRuns", "SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "Row
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+BitsArray = npt.NDArray[np.uint8]
 # A plugin's filter (passes) or score (as it enters the sum) on the nodes ``at``, for one pod, as Python values: a
 # run recomputes a few nodes per pod, for which NumPy arrays in and out cost more than the arithmetic.
 RowFn = Callable[[list[int]], list[Any]]
@@ -167,6 +169,7 @@ class _Kept:
     # the seeding pod's totals with the parts made anew over every node (what its choice reads if every node is a
     # candidate), until that choice
     seeded: FloatArray | None = None
+    floor: IntArray | None = None   # the resource check's fit_floor, once a catch-up checks more than a few nodes
 
     def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
         """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
@@ -180,15 +183,12 @@ class _Kept:
         if self.best is not None:
             self.best.changed(i, total, now if self.best.of_now else ok)
 
-    def set_rows(self, at: list[int], passes: list[bool], bits: list[int], totals: list[float]) -> None:
-        """:meth:`set_row` of several nodes (distinct), as vectors over them."""
+    def set_rows(self, idx: IntArray, feasible: BoolArray, checks: BitsArray, totals: FloatArray) -> None:
+        """:meth:`set_row` of the nodes ``idx`` (distinct), as vectors over them."""
         if self.best is not None:
-            for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
+            for i, ok, b, t in zip(idx.tolist(), feasible.tolist(), checks.tolist(), totals.tolist(), strict=True):
                 self.set_row(i, ok, b, t)
             return
-        idx = np.array(at, dtype=np.intp)
-        feasible = np.array(passes, dtype=np.bool_)
-        checks = np.array(bits, dtype=np.uint8)
         idle = (checks & FITS_IDLE).view(np.bool_)
         now = feasible & idle
         self.feasible_count += int(np.count_nonzero(feasible)) - int(np.count_nonzero(self.feasible[idx]))
@@ -415,7 +415,7 @@ class SignatureRuns:
         if declared is None or len(at) > self._reseed_past():
             return None
         kept.filters, kept.scores, kept.rests = declared
-        kept.need, kept.seen, kept.best = fit_needs(arrays, kept.vector), len(arrays.changes), None
+        kept.need, kept.seen, kept.best, kept.floor = fit_needs(arrays, kept.vector), len(arrays.changes), None, None
         if at:
             self._recompute(kept, at)
         return kept
@@ -496,19 +496,24 @@ class SignatureRuns:
     @staticmethod
     def _recompute(kept: _Kept, at: list[int]) -> None:
         """The nodes ``at`` (sorted, distinct) anew: each one's resource check, filters and scores."""
-        bits = (fit_rows(kept.arrays, kept.need, at) if len(at) <= ROW_BY_ROW
-                else _fit_bits(kept.arrays, kept.vector, np.array(at, dtype=np.int64)).tolist())
         if len(at) == 1:   # a placement's node: the same steps on one value each
-            SignatureRuns._catch_up_one(kept, at, bits[0])
+            SignatureRuns._catch_up_one(kept, at, fit_rows(kept.arrays, kept.need, at)[0])
             return
-        passes = [b >= FITS_FUTURE for b in bits]
+        idx = np.array(at, dtype=np.intp)
+        if len(at) <= ROW_BY_ROW:
+            bits = np.array(fit_rows(kept.arrays, kept.need, at), dtype=np.uint8)
+        else:
+            if kept.floor is None:
+                kept.floor = fit_floor(kept.arrays, kept.need)
+            bits = fit_bits(kept.arrays, kept.floor, idx)
+        passes = bits >= FITS_FUTURE
         for fn in kept.filters:
-            passes = [p and q for p, q in zip(passes, fn(at), strict=True)]
-        totals = [0.0] * len(at)
+            passes &= fn(at)
+        totals = np.zeros(len(at), dtype=np.float64)
         for fn in kept.scores:
             # in the order score_nodes adds them, each value made a float64 as it is added
-            totals = [t + v for t, v in zip(totals, fn(at), strict=True)]
-        kept.set_rows(at, passes, bits, totals)
+            totals += fn(at)
+        kept.set_rows(idx, passes, bits, totals)
 
     @staticmethod
     def _catch_up_one(kept: _Kept, at: list[int], bits: int) -> None:

@@ -666,11 +666,13 @@ class Session:
         return kept[1]
 
     def node_views(self) -> list[NodeView]:
-        """The nodes' views in node order, made once per session (the session's nodes and their views do not
-        change while it runs); shared between callers, so read-only."""
+        """The nodes' views in node order: the snapshot's node list, from which the session's nodes are made
+        position by position (not a list made anew: a pass over every node); shared between callers, so
+        read-only."""
         views = self._node_views
         if views is None or len(views) != len(self.nodes):
-            views = self._node_views = [n.view for n in self.nodes]
+            nodes = self.snapshot.nodes
+            views = self._node_views = nodes if len(nodes) == len(self.nodes) else [n.view for n in self.nodes]
         return views
 
     def record_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:
