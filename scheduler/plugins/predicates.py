@@ -28,6 +28,7 @@ import numpy.typing as npt
 from common.objects import NodeView, PodView
 from common.resources import PODS
 from scheduler.framework.api import TaskInfo
+from scheduler.framework.arrays import carried_changes
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
@@ -261,10 +262,18 @@ class Predicates:
             reads = hard_defaults or (pod_affinity is not None and bool(index.with_affinity))
             return tuple(sorted(task.pod.labels.items())) if reads else ()
 
+        # since the previous session, besides the node accounting and views: the pod counts that moved; any node's
+        # rows while placed pods have (anti-)affinity terms (which reach over their domains), or had
+        terms = bool(index.with_affinity)
+        counts = carried_changes(ssn.memo, NAME, terms, [index.pod_count], renewing=ssn.renewing)
+
+        def rows_since(views_moved: bool) -> IntArray | None:
+            return None if terms else counts
+
         # placing a pod moves its node's count; one with pod (anti-)affinity terms changes what the placed pods'
         # terms exclude, anywhere in their domains
         ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key,
-                                    rows_moved=lambda task: names_terms(task.pod))
+                                    rows_moved=lambda task: names_terms(task.pod), rows_since=rows_since)
 
     def on_session_close(self, ssn: Session) -> None:
         return None
