@@ -14,6 +14,8 @@ the same random tie-break, so the placements are those of the per-pod evaluation
 equal).  Anything else — a plugin that does not declare it for the pod (inter-pod affinity, hard spreading, most
 normalised scores), scalar filters or scores, a best-node vote, a limited node search, ``explain`` — leaves the pod
 to the per-pod evaluation, and a pod placed that way (or a statement discarded after one) ends every kept state.
+The kept states outlive the action: the next claiming session's allocate takes them over
+(:meth:`SignatureRuns.carried`), each recomputing the nodes changed since for its plugins (:data:`RowsSince`).
 
 The signature (:func:`signature`) is the pod's spec, its metadata but for its identity, creation time and labels,
 its status but for its conditions, and what each declaring plugin says its rows read of the rest
