@@ -54,7 +54,7 @@ class Allocate:
                 queues.push(queue)
             jobs_by_queue[job.queue].push(job)
 
-        run = SignatureRuns(ssn) if self.identical_runs else None
+        run = SignatureRuns.carried(ssn) if self.identical_runs else None
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue):
@@ -70,6 +70,8 @@ class Allocate:
                 if not tasks.empty():
                     jq.push(job)
             queues.push(queue)
+        if run is not None:
+            run.settle()
 
     def _allocate_tasks(self, ssn: Session, queue: QueueInfo, job: JobInfo,
                         tasks: PriorityQueue[TaskInfo], run: SignatureRuns | None) -> Statement | None:

@@ -16,7 +16,8 @@ from common.resources import CPU, MEMORY, PODS, Resources
 from .api import TaskStatus, on_node
 from .memo import SessionMemo
 
-__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "resource_columns"]
+__all__ = ["NodeArrays", "RowCache", "allocation_matrix", "carried_caches", "carried_changes", "carried_row_caches",
+           "resource_columns"]
 
 IntArray = npt.NDArray[np.int64]
 # what a row cache keeps per node (int64 for most computations, a narrower integer type for some)
@@ -302,18 +303,6 @@ class RowCache:
         self.arrays = arrays
 
 
-class _Carried:
-    """What a session leaves the next one of a family of row caches: copies of their inputs as it opened them,
-    and the caches."""
-
-    __slots__ = ("ident", "inputs", "caches")
-
-    def __init__(self, ident: object, inputs: list[npt.NDArray[Any]], caches: list[RowCache]) -> None:
-        self.ident = ident
-        self.inputs = inputs
-        self.caches = caches
-
-
 def _changed_rows(old: Sequence[npt.NDArray[Any]], new: Sequence[npt.NDArray[Any]]) -> IntArray | None:
     """The rows where any of ``new`` differs from ``old`` (arrays paired in order, ``[nodes]`` or ``[nodes, k]``);
     None when they are not laid out alike (another count of arrays, nodes or columns, another dtype)."""
@@ -338,16 +327,35 @@ def carried_caches(memo: SessionMemo, key: str, arrays: NodeArrays, ident: objec
     them: a carried cache recomputes the rows where these differ from what the previous session opened with, plus
     every row that session's arrays logged, so each entry holds what a fresh computation would give.  Only a
     renewing session (the memo's claim holder, one at a time) carries caches; others get new ones."""
-    prev: _Carried | None = memo.carried(("rowcache", key)) if renewing else None
-    changed = None
-    if prev is not None and len(prev.caches) == count and prev.ident == ident:
-        changed = _changed_rows(prev.inputs, inputs)
-    if prev is not None and changed is not None:
-        caches = prev.caches
+    return carried_row_caches(memo, key, arrays, ident, inputs, count, renewing=renewing)[0]
+
+
+def carried_row_caches(memo: SessionMemo, key: str, arrays: NodeArrays, ident: object,
+                       inputs: Sequence[npt.NDArray[Any]], count: int = 1, *,
+                       renewing: bool) -> tuple[list[RowCache], IntArray | None]:
+    """:func:`carried_caches`, and the rows whose ``inputs`` differ from those the previous claiming session
+    opened them with (:func:`carried_changes`; None: not known, the caches are new)."""
+    changed = carried_changes(memo, key, ident, inputs, renewing=renewing)
+    prev: list[RowCache] | None = memo.carried(("rowcache", key)) if renewing else None
+    if prev is not None and changed is not None and len(prev) == count:
+        caches = prev
         for cache in caches:
             cache.carry(arrays, changed)
     else:
         caches = [RowCache(arrays) for _ in range(count)]
     if renewing:
-        memo.carry(("rowcache", key), _Carried(ident, [a.copy(order="K") for a in inputs], caches))
-    return caches
+        memo.carry(("rowcache", key), caches)
+    return caches, changed
+
+
+def carried_changes(memo: SessionMemo, key: str, ident: object, inputs: Sequence[npt.NDArray[Any]], *,
+                    renewing: bool) -> IntArray | None:
+    """The rows where any of the per-node ``inputs`` (``[nodes]`` or ``[nodes, k]``) differ from those the previous
+    claiming session gave under ``key`` with an equal ``ident``; None when it gave none (or this session does not
+    renew), gave them with another ident or laid out otherwise.  A renewing session's inputs are kept (copied) for
+    the next one: what a computation over a node's inputs read as the session opened."""
+    prev: tuple[object, list[npt.NDArray[Any]]] | None = memo.carried(("changes", key)) if renewing else None
+    changed = _changed_rows(prev[1], inputs) if prev is not None and prev[0] == ident else None
+    if renewing:
+        memo.carry(("changes", key), (ident, [a.copy(order="K") for a in inputs]))
+    return changed

@@ -20,7 +20,7 @@ applies a new pod; pods sharing a uid are not carried at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,10 @@ from .memo import SessionMemo
 from .snapshot import DEFAULT_QUEUE, Snapshot, podgroup_job_args
 from .template import TaskTemplate
 
-__all__ = ["CarriedParts", "CarriedState", "Rebuild", "open_carried"]
+if TYPE_CHECKING:
+    from .runs import CarriedRuns
+
+__all__ = ["CarriedParts", "CarriedState", "Rebuild", "open_carried", "opened_state"]
 
 IntArray = npt.NDArray[np.int64]
 _Batch = tuple[list[int], list[IntArray], list[TaskStatus]]
@@ -116,6 +119,11 @@ class CarriedState:
             memo.set_value("session.columns", self.columns)
         self.batch: _Batch | None = None    # while building or updating: what to add to the node accounting at once
         self.templates: dict[str, tuple[PodView, TaskTemplate]] = {}   # while building: reusable templates
+        # the rows whose accounting or node view may differ from what the previous claiming session opened with,
+        # and whether any node view does (None: not known, the state made anew or its rows laid out anew)
+        self.moved: set[int] | None = None
+        self.views_moved = False
+        self.runs: CarriedRuns | None = None   # allocate's kept states per pod signature (.runs), carried along
 
     # ---- making ---------------------------------------------------------------------------------------------------
 
@@ -156,6 +164,7 @@ class CarriedState:
         self.fresh = set()
         self.gone = set()
         self.redo = {}
+        self.moved, self.views_moved = set(), False
         self._settled()
         self._touched()
         self._update_nodes(snap, changes.get("Node", {}))
@@ -418,6 +427,7 @@ class CarriedState:
             return
         names = [v.name for v in snap.nodes]
         if names != self.node_names:
+            self.moved = None
             self._relayout(snap, names)
         else:
             base = self.base
@@ -428,7 +438,14 @@ class CarriedState:
                 view = self.nodes[row].view = snap.nodes[row]
                 base.allocatable[row] = allocation_matrix(self.col, [view.allocatable])[0]
                 base.idle[row] = base.allocatable[row] - base.used[row]
+                self._viewed(row)
         self.node_name_sets = {frozenset(v.allocatable) for v in snap.nodes}
+
+    def _viewed(self, row: int) -> None:
+        """Note a node whose view changed in place (its labels, taints, allocatable ...)."""
+        if self.moved is not None:
+            self.moved.add(row)
+        self.views_moved = True
 
     def _relayout(self, snap: Snapshot, names: list[str]) -> None:
         """The rows of ``snap``'s nodes: a node still there keeps its node info, task map and accounting at its new
@@ -479,6 +496,8 @@ class CarriedState:
         session changed given back), its jobs (PodGroups' made anew, then the groups of one), its tasks and the
         jobs that may need a look (every PodGroup's, the groups of one in :attr:`in_play`)."""
         arrays = self.base.copy()
+        if self.moved is not None:
+            self.moved.update(self.base.changes)
         self.base.changes.clear()
         for node in self.nodes:
             node.arrays = arrays
@@ -573,6 +592,8 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
         except Rebuild:
             return None
     assert state is not None
+    if not carried:   # what moved is told against the previous claiming session's opening only
+        state.moved = None
     state.claim = memo.claimed_epoch
     memo.set_value(_KEY, state)
     arrays, jobs, tasks, in_play = parts
@@ -585,3 +606,9 @@ def open_carried(snap: Snapshot, memo: SessionMemo, scheduler_name: str) -> Carr
         changed, gone = set(jobs), None
     return CarriedParts(arrays, list(state.nodes), dict(state.node_by_name), list(state.node_names), jobs, tasks,
                         changed, gone, state.watch, in_play)
+
+
+def opened_state(memo: SessionMemo) -> CarriedState | None:
+    """The carried state the session holding the memo's claim opened from, if it opened from one."""
+    state: CarriedState | None = memo.value(_KEY)
+    return state if state is not None and state.claim == memo.claimed_epoch else None

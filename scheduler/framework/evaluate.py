@@ -21,7 +21,8 @@ from .status import FAILURE_CODES, PREEMPT_BLOCKING_CODES, Code, FilterResult, F
 if TYPE_CHECKING:
     from .session import ExplainRecord, Session
 
-__all__ = ["Evaluation", "evaluate_nodes", "fit_needs", "fit_rows", "fits_now", "score_nodes", "select_best",
+__all__ = ["Evaluation", "evaluate_nodes", "fit_bits", "fit_floor", "fit_needs", "fit_rows", "fits_now", "score_nodes",
+           "select_best",
            "pre_predicate", "single_node"]
 
 BoolArray = npt.NDArray[np.bool_]
@@ -111,19 +112,31 @@ def _fit_bits(arr: NodeArrays, vec: IntArray, rows: IntArray | None) -> BitsArra
     integer (a byte per node: the answers over every node are read with byte-wide operations)."""
     if rows is not None and len(rows) <= ROW_BY_ROW:
         return np.array(_fit_rows(arr, vec, rows), dtype=np.uint8)
-    need = fit_needs(arr, vec)
-    if not need:   # nothing requested (that the check does not skip)
-        return np.full(len(arr) if rows is None else len(rows), FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
-    # every column compared at once: one not compared asks for the least int64, which any amount reaches
+    return fit_bits(arr, fit_floor(arr, fit_needs(arr, vec)), rows)
+
+
+def fit_floor(arr: NodeArrays, need: list[tuple[int, int]]) -> IntArray | None:
+    """What :func:`fit_bits` compares each column of a node with for a vector whose :func:`fit_needs` are
+    ``need``: every column at once, one not compared asking for the least int64 (which any amount reaches); None
+    when nothing is compared."""
+    if not need:
+        return None
     least = [_LEAST] * len(arr.columns)
     for j, v in need:
         least[j] = v
-    floor = np.array(least, dtype=np.int64)
+    return np.array(least, dtype=np.int64)
+
+
+def fit_bits(arr: NodeArrays, floor: IntArray | None, rows: IntArray | None) -> BitsArray:
+    """:func:`_fit_bits` of the nodes ``rows`` (every node when None) as a vector, for the :func:`fit_floor`
+    ``floor`` (None: nothing requested that the check does not skip, so every node fits)."""
+    if floor is None:
+        return np.full(len(arr) if rows is None else len(rows), FITS_IDLE + FITS_FUTURE, dtype=np.uint8)
     idle = arr.idle if rows is None else arr.idle[rows]
-    fits_idle = (idle >= floor).all(axis=1)
+    fits_idle = np.logical_and.reduce(idle >= floor, axis=1)
     future = idle + (arr.releasing if rows is None else arr.releasing[rows])
     future -= arr.pipelined if rows is None else arr.pipelined[rows]
-    bits: BitsArray = np.multiply((future >= floor).all(axis=1), FITS_FUTURE, dtype=np.uint8)
+    bits: BitsArray = np.multiply(np.logical_and.reduce(future >= floor, axis=1), FITS_FUTURE, dtype=np.uint8)
     bits += fits_idle
     return bits
 

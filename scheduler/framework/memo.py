@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 __all__ = ["IdentityMemo", "SessionMemo"]
 
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class IdentityMemo(Generic[V]):
@@ -69,6 +70,11 @@ class IdentityMemo(Generic[V]):
         return sum(1 for e in self._entries.values() if e[2] >= oldest)
 
 
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    """The very same objects, in the same order."""
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
 class SessionMemo:
     """The identity memos of one scheduler, by name, plus small per-name values (e.g. the resource columns the
     memoised task vectors were built for).  A session without a scheduler gets a fresh, empty memo.
@@ -88,6 +94,8 @@ class SessionMemo:
         # the epochs of the last two sessions that claimed the memo (the current one's last, while it holds it)
         self.claimed_epoch = -1
         self.previous_claim = -1
+        # for_objects' shared tuple, the sequence last found equal to it and the epoch it was found in
+        self._last_sequence: tuple[tuple[Any, ...], Sequence[Any], int] | None = None
 
     def claim(self, owner: object) -> bool:
         """Whether ``owner`` may renew the mutable objects earlier sessions left (no other owner holds them)."""
@@ -126,14 +134,33 @@ class SessionMemo:
 
     def for_objects(self, key: Hashable, objects: Sequence[object], compute: Callable[[], V]) -> V:
         """``compute()``, reused while ``objects`` are the very same objects, in the same order (e.g. a value
-        derived from every node view of the session).  Only the latest value per key is kept."""
+        derived from every node view of the session).  Only the latest value per key is kept.
+
+        The sequences are compared once per session and sequence object, not once per key: the keys' values are
+        stored with one shared tuple of the objects, which a sequence found equal to it stands for until the next
+        rotation (a session's callers hand the same read-only node list to several keys, 5,000 objects each)."""
+        seq = self.shared_tuple(objects)
         hit = self._values.get(key)
-        if hit is not None and len(hit[0]) == len(objects) and all(map(is_, hit[0], objects)):
+        if hit is not None and (hit[0] is seq or _same(hit[0], seq)):
             value: V = hit[1]
+            if hit[0] is not seq:
+                self._values[key] = (seq, value)
             return value
         value = compute()
-        self._values[key] = (tuple(objects), value)
+        self._values[key] = (seq, value)
         return value
+
+    def shared_tuple(self, objects: Sequence[T]) -> tuple[T, ...]:
+        """A tuple of ``objects`` (read-only: a sequence the caller does not change while this session runs): the
+        last one made while they are the same objects in the same order, so callers that keep one may compare it
+        by identity; without a comparison when ``objects`` is the sequence last found equal to it in this session
+        (what :meth:`for_objects` stores its values with)."""
+        last = self._last_sequence
+        if last is not None and last[1] is objects and last[2] == self.epoch:
+            return last[0]
+        seq = last[0] if last is not None and _same(last[0], objects) else tuple(objects)
+        self._last_sequence = (seq, objects, self.epoch)
+        return seq
 
     def rotate(self) -> None:
         self.epoch += 1

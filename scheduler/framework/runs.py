@@ -36,26 +36,32 @@ from common.objects import PodView
 
 from .api import NodeInfo, TaskInfo
 from .arrays import NodeArrays
+from .carried import CarriedState, opened_state
 from .evaluate import (
     FITS_FUTURE,
     FITS_IDLE,
     ROW_BY_ROW,
-    _fit_bits,
     _top,
     evaluate_nodes,
+    fit_bits,
+    fit_floor,
     fit_needs,
     fit_rows,
     score_nodes,
 )
 
 if TYPE_CHECKING:
+    from scheduler.conf import SchedulerConf
+
     from .session import Session
 
-__all__ = ["SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "SLOTS", "SplitRows", "signature"]
+__all__ = ["CarriedRuns", "SignatureRuns", "RowFn", "RowsKey", "RowsMoved", "RowsOf", "RowsSince", "SLOTS", "SplitRows",
+           "accounting_alone", "signature"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
+BitsArray = npt.NDArray[np.uint8]
 # A plugin's filter (passes) or score (as it enters the sum) on the nodes ``at``, for one pod, as Python values: a
 # run recomputes a few nodes per pod, for which NumPy arrays in and out cost more than the arithmetic.
 RowFn = Callable[[list[int]], list[Any]]
@@ -83,6 +89,11 @@ RowsKey = Callable[[TaskInfo], Hashable]
 # Whether placing or removing a pod may change the rows a plugin declares for other pods on other nodes than its own
 # (a pod with pod affinity terms, say): the kept states then end.  A plugin that says nothing has every pod do so.
 RowsMoved = Callable[[TaskInfo], bool]
+# For kept states that outlive a session: the nodes whose rows the plugin declares, for any pod, may differ from
+# what they were as the previous claiming session opened, besides the nodes whose accounting or view changed (which
+# the runs take from the carried state), given whether any node's view changed; None when it cannot tell (nothing
+# kept from that session, a change that moves the rows of every node): every kept state then ends.
+RowsSince = Callable[[bool], IntArray | None]
 # how many signatures' kept states live at once (the most recently used)
 SLOTS = 64
 # past this many entries of the arrays' change log since a signature's last pod (or this fraction of the nodes, if
@@ -94,6 +105,15 @@ RESEED_FRACTION = 0.25
 _IDENTITY = frozenset({"name", "uid", "resourceVersion", "generateName", "creationTimestamp", "managedFields"})
 _UNKEYED = _IDENTITY | {"labels"}
 _CONDITIONS = frozenset({"conditions"})
+
+
+_NO_NODES: IntArray = np.zeros(0, dtype=np.int64)
+_NO_NODES.flags.writeable = False
+
+
+def accounting_alone(views_moved: bool) -> IntArray:
+    """The :data:`RowsSince` of rows that read, of the nodes, only their accounting (which the runs follow)."""
+    return _NO_NODES
 
 
 def _items(raw: Any, keys: frozenset[str]) -> list[tuple[str, Any]]:
@@ -152,6 +172,7 @@ class _Kept:
     # the seeding pod's totals with the parts made anew over every node (what its choice reads if every node is a
     # candidate), until that choice
     seeded: FloatArray | None = None
+    floor: IntArray | None = None   # the resource check's fit_floor, once a catch-up checks more than a few nodes
 
     def set_row(self, i: int, ok: bool, bits: int, total: float) -> None:
         """Node ``i`` anew: whether it passes every filter and the resource check, the check's bits, its score."""
@@ -165,15 +186,12 @@ class _Kept:
         if self.best is not None:
             self.best.changed(i, total, now if self.best.of_now else ok)
 
-    def set_rows(self, at: list[int], passes: list[bool], bits: list[int], totals: list[float]) -> None:
-        """:meth:`set_row` of several nodes (distinct), as vectors over them."""
+    def set_rows(self, idx: IntArray, feasible: BoolArray, checks: BitsArray, totals: FloatArray) -> None:
+        """:meth:`set_row` of the nodes ``idx`` (distinct), as vectors over them."""
         if self.best is not None:
-            for i, ok, b, t in zip(at, passes, bits, totals, strict=True):
+            for i, ok, b, t in zip(idx.tolist(), feasible.tolist(), checks.tolist(), totals.tolist(), strict=True):
                 self.set_row(i, ok, b, t)
             return
-        idx = np.array(at, dtype=np.intp)
-        feasible = np.array(passes, dtype=np.bool_)
-        checks = np.array(bits, dtype=np.uint8)
         idle = (checks & FITS_IDLE).view(np.bool_)
         now = feasible & idle
         self.feasible_count += int(np.count_nonzero(feasible)) - int(np.count_nonzero(self.feasible[idx]))
@@ -221,12 +239,26 @@ class _Best:
         return self.top
 
 
+@dataclass(frozen=True, slots=True)
+class CarriedRuns:
+    """What an allocate's runs leave in the carried state for the next claiming session (:meth:`SignatureRuns.settle`):
+    the kept states (without their row functions), the nodes each carried one has still to recompute, the
+    session's arrays (whose change log is complete once the next session opens), its conf and claim."""
+
+    kept: OrderedDict[Hashable, _Kept | None]
+    stale: dict[Hashable, BoolArray]
+    arrays: NodeArrays
+    conf: SchedulerConf
+    claim: int
+
+
 class SignatureRuns:
-    """Allocate's kept states per pod signature in one session (one per ``Allocate.execute``).  :meth:`pick` answers
-    for a pod from its signature's state (made at the signature's first pod); :meth:`forget` must be called when a
-    pod is placed without asking and :meth:`moves` says so, or a statement with such a pod is discarded: the kept
-    rows hold only while the pods placed and removed are ones the plugins declare, or ones whose placement changes
-    their own node alone for the plugins."""
+    """Allocate's kept states per pod signature (one per ``Allocate.execute``, :meth:`carried`: with those the
+    previous session left).  :meth:`pick` answers for a pod from its signature's state (made at the signature's
+    first pod, or carried from an earlier session); :meth:`forget` must be called when a pod is placed without
+    asking and :meth:`moves` says so, or a statement with such a pod is discarded: the kept rows hold only while the
+    pods placed and removed are ones the plugins declare, or ones whose placement changes their own node alone for
+    the plugins.  :meth:`settle` ends the action."""
 
     def __init__(self, ssn: Session, slots: int = SLOTS) -> None:
         self.ssn = ssn
@@ -234,9 +266,41 @@ class SignatureRuns:
         # per signature, its kept state, or None when the plugins do not declare its pods
         self._kept: OrderedDict[Hashable, _Kept | None] = OrderedDict()
         self._keys: list[RowsKey | None] | None = None   # the declaring plugins' keys, once the runs are usable
+        # the kept states carried from an earlier session and not yet used in this one, with the nodes to recompute
+        self._stale: dict[Hashable, BoolArray] = {}
+        self._state: CarriedState | None = None   # the carried state to leave the kept states in (settle)
+        self._moved = False   # whether a placement ended the kept states in this session (forget)
+
+    @classmethod
+    def carried(cls, ssn: Session) -> SignatureRuns:
+        """The runs for an allocate of ``ssn``, with the kept states the previous claiming session's allocate left in
+        the carried state when the session renews it (:meth:`_follow`); :meth:`settle` leaves them for the next."""
+        runs = cls(ssn)
+        state = opened_state(ssn.memo) if ssn.renewing else None
+        if state is not None:
+            left, state.runs = state.runs, None   # taken: an action that fails leaves nothing
+            runs._state = state
+            if left is not None:
+                runs._follow(left, state)
+        return runs
+
+    def settle(self) -> None:
+        """The action is done: leave the kept states in the carried state for the next claiming session, with
+        nothing that refers back to this one (the row functions are asked again), unless a placement ended them
+        here (one made after it may hold what the cluster will not)."""
+        state, self._state = self._state, None
+        if state is None or self._moved:
+            return
+        for kept in self._kept.values():
+            if kept is not None:
+                kept.filters, kept.scores, kept.rests, kept.seeded = [], [], [], None
+        ssn = self.ssn
+        state.runs = CarriedRuns(self._kept, self._stale, ssn.arrays, ssn.conf, ssn.memo.claimed_epoch)
 
     def forget(self) -> None:
         self._kept.clear()
+        self._stale.clear()
+        self._moved = True
 
     def moves(self, task: TaskInfo) -> bool:
         """Whether placing or removing ``task`` without the runs may change a kept state beyond its node (which the
@@ -263,6 +327,8 @@ class SignatureRuns:
         if known and kept is None:   # not declared: nothing placed since that the plugins do not declare
             self._kept.move_to_end(key)
             return None
+        if kept is not None and key in self._stale:
+            kept = self._rebound(key, kept, task)
         if kept is None or not self._current(kept):
             kept = self._seed(task)
             self._keep(key, kept)
@@ -276,14 +342,86 @@ class SignatureRuns:
     def _keep(self, key: Hashable, kept: _Kept | None) -> None:
         self._kept[key] = kept
         self._kept.move_to_end(key)
+        self._stale.pop(key, None)
         if len(self._kept) > self.slots:
-            self._kept.popitem(last=False)
+            self._stale.pop(self._kept.popitem(last=False)[0], None)
 
     def _current(self, kept: _Kept) -> bool:
         """Whether the kept state may catch up: the session's arrays, not too far behind."""
         arrays = self.ssn.arrays
-        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= max(RESEED_ENTRIES,
-                                                                                RESEED_FRACTION * len(arrays))
+        return kept.arrays is arrays and len(arrays.changes) - kept.seen <= self._reseed_past()
+
+    def _reseed_past(self) -> float:
+        """How many changed nodes (or change-log entries) a kept state catches up at most: past that, made anew."""
+        return max(RESEED_ENTRIES, RESEED_FRACTION * len(self.ssn.arrays))
+
+    # ---- carried from one session to the next ----------------------------------------------------------------------
+
+    def _follow(self, left: CarriedRuns, state: CarriedState) -> None:
+        """Take over the kept states ``left`` by the claiming session before this one: each is to recompute, when its
+        signature comes again, every node the last session's arrays logged, those whose accounting or view changed
+        since (``state``) and those the declaring plugins name; a state past :meth:`_reseed_past` of them ends.
+        None are taken when a session came between, the conf is another, this session does not allow runs, the
+        node rows were laid out anew or a plugin cannot tell what changed."""
+        ssn = self.ssn
+        if (left.claim != ssn.memo.previous_claim or state.moved is None
+                or (ssn.conf is not left.conf and ssn.conf != left.conf) or self._declaring_keys() is None):
+            return
+        dirty = self._dirty(left.arrays, state)
+        if dirty is None:
+            return
+        past = self._reseed_past()
+        for key, kept in left.kept.items():
+            stale = left.stale.get(key)
+            stale = dirty.copy() if stale is None else np.logical_or(stale, dirty, out=stale)
+            if kept is None or np.count_nonzero(stale) > past:   # undeclared pods are asked again
+                continue
+            kept.arrays, kept.seen = ssn.arrays, 0
+            self._kept[key] = kept
+            self._stale[key] = stale
+
+    def _dirty(self, last: NodeArrays, state: CarriedState) -> BoolArray | None:
+        """The nodes whose declared rows may differ, for any pod, from what the kept states hold (see
+        :meth:`_follow`); None when a declaring plugin cannot tell."""
+        ssn = self.ssn
+        assert state.moved is not None
+        dirty = np.zeros(len(ssn.nodes), dtype=np.bool_)
+        if len(last) != len(dirty):
+            return None
+        dirty[list(state.moved)] = True
+        dirty[last.changes] = True
+        asked: set[int] = set()
+        for kind in ("vector_predicate", "vector_score"):
+            since: Mapping[str, RowsSince] = ssn.fns[f"{kind}_rows_since"]
+            for plugin, _ in ssn.enabled(kind):
+                hook = since.get(plugin)
+                if hook is None:
+                    return None
+                if id(hook) in asked:
+                    continue
+                asked.add(id(hook))
+                rows = hook(state.views_moved)
+                if rows is None:
+                    return None
+                dirty[rows] = True
+        return dirty
+
+    def _rebound(self, key: Hashable, kept: _Kept, task: TaskInfo) -> _Kept | None:
+        """``key``'s state carried from an earlier session, for this one: its row functions asked again and the
+        nodes changed since recomputed (with those this session changed so far); None when the plugins do not
+        declare the pod now, or too many nodes changed (made anew then)."""
+        stale = self._stale.pop(key)
+        declared = self._rows_of(task)
+        arrays = self.ssn.arrays
+        stale[arrays.changes] = True
+        at: list[int] = np.flatnonzero(stale).tolist()
+        if declared is None or len(at) > self._reseed_past():
+            return None
+        kept.filters, kept.scores, kept.rests = declared
+        kept.need, kept.seen, kept.best, kept.floor = fit_needs(arrays, kept.vector), len(arrays.changes), None, None
+        if at:
+            self._recompute(kept, at)
+        return kept
 
     def _declaring_keys(self) -> list[RowsKey | None] | None:
         """Each enabled vector filter's and scorer's :data:`RowsKey` (None: it gives none), in that order, each
@@ -314,8 +452,9 @@ class SignatureRuns:
             out.append(fn)
         return out
 
-    def _seed(self, task: TaskInfo) -> _Kept | None:
-        """Every node evaluated and scored for ``task`` (its signature's first pod), when the plugins declare it."""
+    def _rows_of(self, task: TaskInfo) -> tuple[list[RowFn], list[RowFn], list[Callable[[TaskInfo], IntArray]]] | None:
+        """The declared filters' and scores' row functions for ``task``, and the scores' parts made anew per pod;
+        None when a plugin does not declare the pod."""
         # the scorers first: their opting out (normalised scores) is found without reading the session
         declared = self._declared("vector_score", task)
         filters = self._declared("vector_predicate", task) if declared is not None else None
@@ -323,7 +462,14 @@ class SignatureRuns:
         if filters is None or declared is None or len(plain) < len(filters):   # a filter's rows are its own
             return None
         scores = [d.rows if isinstance(d, SplitRows) else d for d in declared]
-        rests = [d.rest for d in declared if isinstance(d, SplitRows)]
+        return plain, scores, [d.rest for d in declared if isinstance(d, SplitRows)]
+
+    def _seed(self, task: TaskInfo) -> _Kept | None:
+        """Every node evaluated and scored for ``task`` (its signature's first pod), when the plugins declare it."""
+        declared = self._rows_of(task)
+        if declared is None:
+            return None
+        plain, scores, rests = declared
         ssn = self.ssn
         ev = evaluate_nodes(ssn, task, mode="allocate")
         # each declared score is the same on a node whichever nodes are scored: score them all once, and take away
@@ -348,19 +494,29 @@ class SignatureRuns:
             return
         at = sorted(set(log[kept.seen:]))
         kept.seen = len(log)
-        bits = (fit_rows(kept.arrays, kept.need, at) if len(at) <= ROW_BY_ROW
-                else _fit_bits(kept.arrays, kept.vector, np.array(at, dtype=np.int64)).tolist())
+        SignatureRuns._recompute(kept, at)
+
+    @staticmethod
+    def _recompute(kept: _Kept, at: list[int]) -> None:
+        """The nodes ``at`` (sorted, distinct) anew: each one's resource check, filters and scores."""
         if len(at) == 1:   # a placement's node: the same steps on one value each
-            SignatureRuns._catch_up_one(kept, at, bits[0])
+            SignatureRuns._catch_up_one(kept, at, fit_rows(kept.arrays, kept.need, at)[0])
             return
-        passes = [b >= FITS_FUTURE for b in bits]
+        idx = np.array(at, dtype=np.intp)
+        if len(at) <= ROW_BY_ROW:
+            bits = np.array(fit_rows(kept.arrays, kept.need, at), dtype=np.uint8)
+        else:
+            if kept.floor is None:
+                kept.floor = fit_floor(kept.arrays, kept.need)
+            bits = fit_bits(kept.arrays, kept.floor, idx)
+        passes = bits >= FITS_FUTURE
         for fn in kept.filters:
-            passes = [p and q for p, q in zip(passes, fn(at), strict=True)]
-        totals = [0.0] * len(at)
+            passes &= fn(at)
+        totals = np.zeros(len(at), dtype=np.float64)
         for fn in kept.scores:
             # in the order score_nodes adds them, each value made a float64 as it is added
-            totals = [t + v for t, v in zip(totals, fn(at), strict=True)]
-        kept.set_rows(at, passes, bits, totals)
+            totals += fn(at)
+        kept.set_rows(idx, passes, bits, totals)
 
     @staticmethod
     def _catch_up_one(kept: _Kept, at: list[int], bits: int) -> None:

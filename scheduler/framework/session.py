@@ -35,7 +35,7 @@ from .status import FilterResult, FitErrors, Status
 
 if TYPE_CHECKING:
     from .evaluate import FitChecks
-    from .runs import RowsKey, RowsMoved, RowsOf
+    from .runs import RowsKey, RowsMoved, RowsOf, RowsSince
 
 __all__ = ["Session", "SessionSink", "EventHandler", "ValidateResult", "PriorityQueue", "ABSTAIN", "PERMIT",
            "REJECT", "ExplainRecord"]
@@ -154,7 +154,7 @@ class Session:
         self.fns: dict[str, dict[str, Any]] = {k: {} for k in (
             *_FLAGS, "victim_queue_order", "job_valid", "job_order_key", "vector_predicate_rows",
             "vector_score_rows", "vector_predicate_rows_key", "vector_score_rows_key", "vector_predicate_rows_moved",
-            "vector_score_rows_moved")}
+            "vector_score_rows_moved", "vector_predicate_rows_since", "vector_score_rows_since")}
         self.event_handlers: list[EventHandler] = []
         self._tier_cache: dict[str, list[list[tuple[str, Any]]]] = {}
         self._enabled_cache: dict[str, list[tuple[str, Any]]] = {}
@@ -290,18 +290,20 @@ class Session:
 
     def add_vector_predicate_fn(self, plugin: str, fn: Callable[[TaskInfo], FilterResult],
                                 rows: RowsOf | None = None, rows_key: RowsKey | None = None,
-                                rows_moved: RowsMoved | None = None) -> None:
+                                rows_moved: RowsMoved | None = None, rows_since: RowsSince | None = None) -> None:
         """``rows`` (optional): the filter's passes on some nodes for a pod, where a node's depends on that node
         alone (:mod:`.runs`: allocate then evaluates pods of a signature seen before node by node); ``rows_key``:
         what those rows read of the pod's labels (without it, the labels are part of the pod's signature);
         ``rows_moved``: whether placing or removing a pod may change those rows for other pods on other nodes than
-        its own (without it: any pod may)."""
+        its own (without it: any pod may); ``rows_since``: the nodes whose rows may have changed since the
+        previous claiming session opened (without it, no kept row outlives a session)."""
         self._add("vector_predicate", plugin, fn)
-        self._add_rows("vector_predicate_rows", plugin, rows, rows_key, rows_moved)
+        self._add_rows("vector_predicate_rows", plugin, rows, rows_key, rows_moved, rows_since)
 
     def _add_rows(self, kind: str, plugin: str, rows: RowsOf | None, key: RowsKey | None,
-                  moved: RowsMoved | None) -> None:
-        for table, value in ((kind, rows), (f"{kind}_key", key), (f"{kind}_moved", moved)):
+                  moved: RowsMoved | None, since: RowsSince | None) -> None:
+        for table, value in ((kind, rows), (f"{kind}_key", key), (f"{kind}_moved", moved),
+                             (f"{kind}_since", since)):
             if value is None or rows is None:
                 self.fns[table].pop(plugin, None)
             else:
@@ -312,13 +314,13 @@ class Session:
 
     def add_vector_score_fn(self, plugin: str, fn: Callable[[TaskInfo], IntArray | FloatArray],
                             rows: RowsOf | None = None, rows_key: RowsKey | None = None,
-                            rows_moved: RowsMoved | None = None) -> None:
+                            rows_moved: RowsMoved | None = None, rows_since: RowsSince | None = None) -> None:
         """A score for every node, already normalised and weighted as it should enter the sum: integers (kube's
-        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows``, ``rows_key`` and
-        ``rows_moved`` (optional): the score on some nodes for a pod (integers), as :meth:`add_vector_predicate_fn`
-        takes them."""
+        scorers) or floats (Volcano's node-order scores, summed as floats).  ``rows``, ``rows_key``,
+        ``rows_moved`` and ``rows_since`` (optional): the score on some nodes for a pod (integers), as
+        :meth:`add_vector_predicate_fn` takes them."""
         self._add("vector_score", plugin, fn)
-        self._add_rows("vector_score_rows", plugin, rows, rows_key, rows_moved)
+        self._add_rows("vector_score_rows", plugin, rows, rows_key, rows_moved, rows_since)
 
     def add_best_node_fn(self, plugin: str, fn: Callable[[TaskInfo, Mapping[str, float]], str | None]) -> None:
         self._add("best_node", plugin, fn)
@@ -678,11 +680,13 @@ class Session:
         return kept[1]
 
     def node_views(self) -> list[NodeView]:
-        """The nodes' views in node order, made once per session (the session's nodes and their views do not
-        change while it runs); shared between callers, so read-only."""
+        """The nodes' views in node order: the snapshot's node list, from which the session's nodes are made
+        position by position (not a list made anew: a pass over every node); shared between callers, so
+        read-only."""
         views = self._node_views
         if views is None or len(views) != len(self.nodes):
-            views = self._node_views = [n.view for n in self.nodes]
+            nodes = self.snapshot.nodes
+            views = self._node_views = nodes if len(nodes) == len(self.nodes) else [n.view for n in self.nodes]
         return views
 
     def record_fit_errors(self, task: TaskInfo, errors: FitErrors) -> None:

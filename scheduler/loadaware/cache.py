@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 import numpy.typing as npt
@@ -119,7 +120,20 @@ def stamped_entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
     """:func:`assigned_pod`, and how it is dated anew at another time when it depends on ``now`` (else None);
     ``estimate``: the pod's :func:`estimate_row` when the caller kept it."""
     entry, scheduled, from_timestamp = _entry(pod, node, now, args, estimate)
-    return entry, (Stamp(from_timestamp) if not scheduled else None)
+    if scheduled:
+        return entry, None
+    stamp = _STAMPS.get(from_timestamp)
+    if stamp is None:
+        if len(_STAMPS) >= _MAX_STAMPS:
+            _STAMPS.clear()
+        stamp = _STAMPS[from_timestamp] = Stamp(from_timestamp)
+    return entry, stamp
+
+
+# the stamps made, by their seconds after the session time (a few: the arguments' and the pods' annotations, all
+# forgotten at once past the bound); a stamp is a frozen value, shared by the entries dated alike
+_STAMPS: dict[int | None, Stamp] = {}
+_MAX_STAMPS = 256
 
 
 def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
@@ -137,7 +151,8 @@ def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
                   else args.estimated_seconds_after_initialized)
     after_sched = (_seconds(pod, AFTER_SCHED_ANNOTATION, args.estimated_seconds_after_pod_scheduled, True) if custom
                    else args.estimated_seconds_after_pod_scheduled)
-    initialized = _condition_time(pod, "Initialized") if conditions else None
+    # the Initialized time is read only where it may set the deadline
+    initialized = _condition_time(pod, "Initialized") if conditions and after_init and after_init > 0 else None
     deadline: float | None = None
     from_timestamp: int | None = None
     if after_init and after_init > 0 and initialized is not None:
@@ -167,16 +182,23 @@ class NodeEntries:
     @classmethod
     def of(cls, node: str, entries: Sequence[AssignedPod], stamps: Sequence[Stamp | None] = (),
            dated: float | None = None) -> NodeEntries:
-        by_key = {e.key: e for e in entries}
-        if len(by_key) != len(entries) or any(e.node != node for e in entries):
-            return cls(node, tuple(entries), {}, {}, tuple(stamps), dated)
-        return cls(node, tuple(entries), by_key, dict.fromkeys(by_key, node), tuple(stamps), dated)
+        by_key = dict(zip(map(_KEY, entries), entries, strict=True))
+        if len(by_key) != len(entries) or not all(map(node.__eq__, map(_NODE, entries))):
+            made: NodeEntries = _make_entries(node, tuple(entries), {}, {}, tuple(stamps), dated)
+        else:
+            made = _make_entries(node, tuple(entries), by_key, dict.fromkeys(by_key, node), tuple(stamps), dated)
+        return made
 
     def at(self, now: float | None) -> tuple[AssignedPod, ...]:
         """The entries as dated at session time ``now`` (None: as they are)."""
         if now is None or self.dated is None or self.dated == now:
             return self.entries
         return tuple(e if s is None else s.apply(e, now) for e, s in zip(self.entries, self.stamps, strict=True))
+
+
+# NodeEntries(...) made slot by slot (common.slots): one per node whose pods changed, every session
+_make_entries = slot_maker(NodeEntries)
+_KEY, _NODE = attrgetter("key"), attrgetter("node")
 
 
 class AssignedPodCache:

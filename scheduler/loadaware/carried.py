@@ -20,6 +20,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter, is_, is_not
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,8 +30,8 @@ from common.reservation import RESERVATIONS_ANNOTATION
 from scheduler.framework.changes import ChangeLog, Changes
 
 from .args import LoadAwareArgs
-from .cache import AssignedPodCache, NodeEntries
-from .evaluate import LoadAwareState, node_rows, threshold_matrices
+from .cache import AssignedPodCache, NodeEntries, load_rows
+from .evaluate import LoadAwareState, row_aggregations, threshold_matrices
 from .memo import LoadAwareMemo
 from .profile import ThresholdProfile
 from .snapshot import allocatable_row
@@ -42,6 +43,7 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 _Thresholds = tuple[IntArray, IntArray, BoolArray, BoolArray]
 _NAME = attrgetter("name")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +83,8 @@ class PodLog:
 
 
 def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    """The very same objects, in the same order."""
-    return len(a) == len(b) and all(map(is_, a, b))
+    """The very same objects, in the same order (the very same sequence without a look at them)."""
+    return a is b or (len(a) == len(b) and all(map(is_, a, b)))
 
 
 def _stale(kept: CarriedNodes, now: float) -> BoolArray:
@@ -137,10 +139,12 @@ def _moved_by_log(kept: CarriedNodes, log: PodLog, changes: Changes) -> set[int]
 def _changed(kept: CarriedNodes, views: Sequence[NodeView], metrics: Sequence[NodeMetricView | None],
              now: float, moved: set[int]) -> list[int]:
     """The positions of the nodes whose state must be derived anew (same node names, in the same order): those
-    whose pods changed (``moved``), view or NodeMetric is another object, or rows the time reads differently."""
+    whose pods changed (``moved``), view or NodeMetric is another object, or rows the time reads differently.
+    The kept sequences themselves (no node view or NodeMetric changed) are not compared entry by entry."""
     n = len(views)
-    out = set(compress(range(n), map(is_not, views, kept.views)))
-    out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
+    out = set() if views is kept.views else set(compress(range(n), map(is_not, views, kept.views)))
+    if metrics is not kept.metrics:
+        out.update(compress(range(n), map(is_not, metrics, kept.metrics)))
     out.update(np.flatnonzero(_stale(kept, now)).tolist())
     return sorted(out | moved)
 
@@ -151,7 +155,7 @@ class _Derived:
 
     at: list[int]
     has_status: list[bool]
-    rows: list[tuple[int, ...]]
+    rows: list[list[int]]
     dated: list[bool]
     recent: list[float]
     update: list[float]
@@ -216,11 +220,12 @@ class _Update:
             return
         group = self.groups[view.name]
         m = memo.metric(metric)
-        rows = node_rows(self.args, profile, m, group.at(now))
+        plain, score = row_aggregations(self.args, profile)
+        has_status, rows = load_rows(m, group.at(now), len(names), plain, score)
         d = self.derived
         d.at.append(i)
-        d.has_status.append(rows.has_status)
-        d.rows.append(rows.values)
+        d.has_status.append(has_status)
+        d.rows.append(rows)
         d.dated.append(group.dated is not None)
         d.recent.append(math.nan if m.update is None else m.update - m.interval)
         d.update.append(math.nan if metric.update_time is None else metric.update_time)
@@ -274,10 +279,16 @@ class _Update:
                   self.recent, self.dated)
         for a in arrays:
             a.flags.writeable = False
-        return CarriedNodes(tuple(views), names, index, pods, tuple(metrics), self.has_metric, tuple(self.profiles),
+        return CarriedNodes(_as_tuple(views), names, index, pods, _as_tuple(metrics), self.has_metric,
+                            tuple(self.profiles),
                             self.thresholds, self.allocatable, self.groups, self.node_of,
                             self.has_status, self.rows, self.update, self.then, self.recent, self.dated,
                             tuple(sorted(self.reserving)), log)
+
+
+def _as_tuple(items: Sequence[T]) -> tuple[T, ...]:
+    """``items`` as a tuple, the very one when it is one (the kept views and NodeMetrics: no copy of 5,000)."""
+    return items if isinstance(items, tuple) else tuple(items)
 
 
 def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeView], pods: Sequence[PodView],
@@ -288,8 +299,12 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
     ``log`` names when the state follows it, else a comparison of every pod object finds.  None (and nothing
     kept) when the state cannot be carried (see the module's docstring)."""
     kept = memo.carried_nodes
-    # the very node views of the kept state have its names (compared by identity: no view is read)
-    names = kept.names if kept is not None and _same(views, kept.views) else tuple(map(_NAME, views))
+    # the very node views of the kept state have its names (compared by identity: no view is read), and are then
+    # taken as the kept sequence
+    if kept is not None and _same(views, kept.views):
+        views, names = kept.views, kept.names
+    else:
+        names = tuple(map(_NAME, views))
     if kept is not None and kept.names != names:
         kept = None
     changes = None if kept is None or log is None else _logged(kept, log)

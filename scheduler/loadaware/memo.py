@@ -22,6 +22,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView, NodeView, PodView
 from common.qos import PriorityClass
 from common.resources import Resources
+from common.slots import slot_maker
 from scheduler.framework.memo import SessionMemo
 
 from .args import LoadAwareArgs
@@ -79,7 +80,11 @@ class _NodePods:
 
     def by_id(self) -> dict[int, tuple[AssignedPod | None, Stamp | None]]:
         """Each pod's entry and stamp by the pod's id (valid while this holds the pods)."""
-        return {id(p): (e, s) for p, e, s in zip(self.pods, self.entries, self.stamps, strict=True)}
+        return dict(zip(map(id, self.pods), zip(self.entries, self.stamps, strict=True), strict=True))
+
+
+# _NodePods(...) made slot by slot (common.slots): one per node whose pods changed, every session
+_make_node_pods = slot_maker(_NodePods)
 
 
 def _same(a: Sequence[object], b: Sequence[object]) -> bool:
@@ -226,6 +231,9 @@ class LoadAwareMemo:
         before = hit.by_id() if hit is not None else {}
         entries: list[AssignedPod | None] = []
         stamps: list[Stamp | None] = []
+        kept: list[AssignedPod] = []         # the entries of the pods entering the cache, and their stamps
+        kept_stamps: list[Stamp | None] = []
+        dated: float | None = None
         for pod in pods:
             got = before.get(id(pod))
             if got is None:
@@ -236,10 +244,13 @@ class LoadAwareMemo:
                     entry = stamp.apply(entry, now)
             entries.append(entry)
             stamps.append(stamp)
-        kept = [(e, s) for e, s in zip(entries, stamps, strict=True) if e is not None]
-        dated = now if any(s is not None for _, s in kept) else None
-        group = NodeEntries.of(node, [e for e, _ in kept], [s for _, s in kept], dated)
-        self._node_entries[node] = _NodePods(tuple(pods), tuple(entries), tuple(stamps), group)
+            if entry is not None:
+                kept.append(entry)
+                kept_stamps.append(stamp)
+                if stamp is not None:
+                    dated = now
+        group = NodeEntries.of(node, kept, kept_stamps, dated)
+        self._node_entries[node] = _make_node_pods(tuple(pods), tuple(entries), tuple(stamps), group)
         return group
 
     def entries(self, pods: Iterable[PodView], now: float) -> list[AssignedPod]:

@@ -39,7 +39,7 @@ from common.reservation import RESERVATIONS_ANNOTATION, active, parse_reservatio
 from common.resources import CPU, MEMORY
 from common.waterline import WaterlinePolicy
 from scheduler.framework.api import TaskInfo, TaskStatus
-from scheduler.framework.arrays import carried_caches
+from scheduler.framework.arrays import carried_row_caches
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import EventHandler, Session
@@ -181,7 +181,8 @@ class LoadAware:
                 percent, sources = memo.waterlines(
                     policies, views, lambda: waterline_percents(policies, views, self.args.resource_names))
                 self.waterline_sources = list(sources)
-        state = self._open_state(ssn, views, memo, percent)
+        # the memo's shared tuple of the views: the carried state keeps it, and finds it again by identity
+        state = self._open_state(ssn, ssn.memo.shared_tuple(views), memo, percent)
         carried = memo.carried_nodes
         # only the nodes with a reservations annotation can hold a reservation (the carried state knows them)
         reserving = views if carried is None else [views[i] for i in carried.reserving]
@@ -194,8 +195,8 @@ class LoadAware:
         # the previous session, they recompute the nodes whose rows of the state differ (their NodeMetric, pods,
         # freshness against the session's time, thresholds, waterline caps, reservations); the estimates they are
         # kept by follow from the pods and the arguments, which must be the same
-        filters, rows = carried_caches(ssn.memo, NAME, ssn.arrays, self.args, state.row_inputs(), 2,
-                                       renewing=ssn.renewing)
+        (filters, rows), changed = carried_row_caches(ssn.memo, NAME, ssn.arrays, self.args, state.row_inputs(),
+                                                      2, renewing=ssn.renewing)
 
         relax_after = self.args.relax_after_seconds
 
@@ -282,9 +283,15 @@ class LoadAware:
             """A placement reserves on its node alone, but for a moved pod's replacement taking its reservation."""
             return bool(own)
 
+        def rows_since(views_moved: bool) -> IntArray | None:
+            """The rows read the state's per-node inputs (those the row caches are carried by), the arguments and
+            the pod's estimate: since the previous session, the nodes whose inputs differ as the sessions open."""
+            return changed
+
         ssn.add_vector_predicate_fn(NAME, predicate if pressure is None else with_pressure, rows=filter_rows,
-                                    rows_key=rows_key, rows_moved=rows_moved)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved)
+                                    rows_key=rows_key, rows_moved=rows_moved, rows_since=rows_since)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=rows_key, rows_moved=rows_moved,
+                                rows_since=rows_since)
         ssn.add_event_handler(EventHandler(on_allocate, on_deallocate))
         if own:
             ssn.add_best_node_fn(NAME, lambda task, scores: _reserved_node(own, task, scores))

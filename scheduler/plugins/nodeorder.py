@@ -28,7 +28,7 @@ from common.objects import NodeView, PodView
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
-from scheduler.framework.runs import RowFn, SplitRows
+from scheduler.framework.runs import RowFn, SplitRows, accounting_alone
 from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
@@ -387,6 +387,13 @@ def _labels_key(spread: PartRows | None) -> Callable[[TaskInfo], Hashable]:
     return key
 
 
+def _views_unmoved(views_moved: bool) -> IntArray | None:
+    """The rows' changes since the previous session: besides the node accounting, the rows read every node's view
+    (whether any node has an untolerated PreferNoSchedule taint, how many nodes have an image), so any node's view
+    changing may change every node's rows."""
+    return None if views_moved else accounting_alone(views_moved)
+
+
 def _nothing(task: TaskInfo) -> IntArray | None:
     return None
 
@@ -517,7 +524,7 @@ class NodeOrder:
             spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
             ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
                                     rows_key=_labels_key(spread[0] if spread else None),
-                                    rows_moved=lambda task: names_terms(task.pod))
+                                    rows_moved=lambda task: names_terms(task.pod), rows_since=_views_unmoved)
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

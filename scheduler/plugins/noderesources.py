@@ -17,7 +17,7 @@ import numpy.typing as npt
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
-from scheduler.framework.runs import RowFn
+from scheduler.framework.runs import RowFn, accounting_alone
 from scheduler.framework.session import Session
 from scheduler.framework.status import Code, FilterResult
 from scheduler.scoring.fit import FitResult, fit_filter, is_ignored
@@ -195,8 +195,10 @@ class NodeResources:
 
         # each node's fit and score depend on its row of the node arrays alone, and on the pod's requests (its
         # spec): not on its labels
-        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels, rows_moved=_own_node)
-        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels, rows_moved=_own_node)
+        ssn.add_vector_predicate_fn(NAME, predicate, rows=fit_rows, rows_key=_no_labels, rows_moved=_own_node,
+                                    rows_since=accounting_alone)
+        ssn.add_vector_score_fn(NAME, score, rows=score_rows, rows_key=_no_labels, rows_moved=_own_node,
+                                rows_since=accounting_alone)
 
     def on_session_close(self, ssn: Session) -> None:
         ssn.arrays.fit_ignored = None

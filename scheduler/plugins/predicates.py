@@ -28,6 +28,7 @@ import numpy.typing as npt
 from common.objects import NodeView, PodView
 from common.resources import PODS
 from scheduler.framework.api import TaskInfo
+from scheduler.framework.arrays import carried_changes
 from scheduler.framework.plugin import Arguments, register_plugin
 from scheduler.framework.runs import RowFn
 from scheduler.framework.session import Session
@@ -47,6 +48,8 @@ NAME = "predicates"
 UNSCHEDULABLE_REASON = "node(s) were unschedulable"
 POD_NUMBER_REASON = "node(s) pod number exceeded"
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+# up to this many nodes, a run's rows read each node's values; past it, one gather per array
+_ROW_BY_ROW = 4
 UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 ENABLE_KEYS = ("predicate.NodeAffinityEnable", "predicate.NodePortsEnable", "predicate.TaintTolerationEnable",
                "predicate.PodAffinityEnable", "predicate.PodTopologySpreadEnable")
@@ -243,6 +246,10 @@ class Predicates:
 
             def rows(at: list[int]) -> list[bool]:
                 count = index.pod_count
+                if len(at) > _ROW_BY_ROW:   # a gather per array costs less than reading each node's values
+                    idx = np.array(at, dtype=np.intp)
+                    out: list[bool] = (static[idx] & (max_pods[idx] > count[idx])).tolist()
+                    return out
                 return [bool(static[i]) and int(max_pods[i]) > int(count[i]) for i in at]
             return rows
 
@@ -255,10 +262,18 @@ class Predicates:
             reads = hard_defaults or (pod_affinity is not None and bool(index.with_affinity))
             return tuple(sorted(task.pod.labels.items())) if reads else ()
 
+        # since the previous session, besides the node accounting and views: the pod counts that moved; any node's
+        # rows while placed pods have (anti-)affinity terms (which reach over their domains), or had
+        terms = bool(index.with_affinity)
+        counts = carried_changes(ssn.memo, NAME, terms, [index.pod_count], renewing=ssn.renewing)
+
+        def rows_since(views_moved: bool) -> IntArray | None:
+            return None if terms else counts
+
         # placing a pod moves its node's count; one with pod (anti-)affinity terms changes what the placed pods'
         # terms exclude, anywhere in their domains
         ssn.add_vector_predicate_fn(NAME, predicate, rows=rows_of, rows_key=rows_key,
-                                    rows_moved=lambda task: names_terms(task.pod))
+                                    rows_moved=lambda task: names_terms(task.pod), rows_since=rows_since)
 
     def on_session_close(self, ssn: Session) -> None:
         return None

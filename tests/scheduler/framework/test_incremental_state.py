@@ -231,6 +231,7 @@ def test_kept_state_equals_a_rebuild_after_every_event(events: list[tuple[Any, .
         kept = sched.open_session(renew=True)
         try:
             got = _digest(kept)
+            assert list(map(id, kept.node_views())) == [id(n.view) for n in kept.nodes], event
             jobs = dict(kept.jobs)
             _check_changed_jobs(kept, prev, event)
             _check_in_play(sched, kept, event)

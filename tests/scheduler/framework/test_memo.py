@@ -343,6 +343,60 @@ def test_for_objects_recomputes_when_any_object_changes() -> None:
     assert memo.for_objects("k", [a, c, b], lambda: calls.append(1) or len(calls)) == 3
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.tuples(st.sampled_from("kl"), st.lists(st.integers(0, 3), max_size=4)),
+                          st.just("rotate"), st.just("again")), max_size=30))
+def test_for_objects_answers_as_a_comparison_per_key_would(steps: list[Any]) -> None:
+    """Whatever the keys and sequences (new lists, the same list handed again, sessions rotating), a key's value is
+    reused exactly while its sequence holds the very same objects in the same order."""
+    pool = [object() for _ in range(4)]
+    memo = SessionMemo()
+    stored: dict[str, tuple[list[object], int]] = {}
+    made = iter(range(1 << 20))
+    last: tuple[str, list[object]] | None = None
+    for step in steps:
+        if step == "rotate":
+            memo.rotate()
+            continue
+        if step == "again":   # the same list object handed again, under the other key
+            if last is None:
+                continue
+            key, objects = "l" if last[0] == "k" else "k", last[1]
+        else:
+            key, objects = step[0], [pool[i] for i in step[1]]
+        before = stored.get(key)
+        want = before[1] if before is not None and len(before[0]) == len(objects) and all(
+            x is y for x, y in zip(before[0], objects, strict=True)) else None
+        got = memo.for_objects(key, objects, lambda: next(made))
+        if want is None:
+            stored[key] = (list(objects), got)
+        else:
+            assert got == want
+        last = (key, objects)
+
+
+def test_for_objects_compares_a_session_list_once_for_every_key(monkeypatch: Any) -> None:
+    """Several keys handed the same list in one session compare it with what they were made from once."""
+    from scheduler.framework import memo as memo_module
+
+    memo = SessionMemo()
+    views = [object() for _ in range(5)]
+    for key in ("a", "b", "c"):
+        memo.for_objects(key, list(views), lambda: 0)
+    memo.rotate()
+    compared: list[int] = []
+    same = memo_module._same
+
+    def counted(a: Any, b: Any) -> bool:
+        compared.append(1)
+        return same(a, b)
+
+    monkeypatch.setattr(memo_module, "_same", counted)
+    session_list = list(views)
+    assert [memo.for_objects(key, session_list, lambda: 1) for key in ("a", "b", "c")] == [0, 0, 0]
+    assert len(compared) == 1
+
+
 def test_renewed_jobs_and_nodes_equal_fresh_ones() -> None:
     world = World()
     world.add_pod("500m")

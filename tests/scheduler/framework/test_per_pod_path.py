@@ -84,7 +84,8 @@ def test_setting_rows_at_once_is_setting_them_one_by_one(start: list[tuple[int, 
     one, many = _kept(start), _kept(start)
     for i in at:
         one.set_row(i, new[i][1], new[i][2], new[i][0])
-    many.set_rows(at, [new[i][1] for i in at], [new[i][2] for i in at], [new[i][0] for i in at])
+    many.set_rows(np.array(at, dtype=np.intp), np.array([new[i][1] for i in at], dtype=np.bool_),
+                  np.array([new[i][2] for i in at], dtype=np.uint8), np.array([new[i][0] for i in at]))
     for name in ("feasible", "fits_idle", "fits_future", "total", "now"):
         assert getattr(one, name).tolist() == getattr(many, name).tolist(), name
     assert (one.feasible_count, one.now_count) == (many.feasible_count, many.now_count)
