@@ -51,12 +51,6 @@ _PARSERS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 
 
 
-def _key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    ns = meta.get("namespace")
-    return f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
-
-
 @dataclass(frozen=True, slots=True)
 class _Assumed:
     node: str
@@ -106,12 +100,16 @@ class SchedulerCache:
         parse = _PARSERS[kind]
         objects = self._objects[kind]
         pods = kind == "Pod"
+        generations, note = self._kind_generation, self.changes.note   # _changed's, for the common event
 
         def handle(event: WatchEvent) -> None:
             if event.type == "BOOKMARK":
                 return
             obj = event.object
-            key = _key(obj)
+            # the object's key: "namespace/name", or the name of a cluster-scoped object
+            meta = obj.get("metadata") or {}
+            ns = meta.get("namespace")
+            key = f"{ns}/{meta.get('name', '')}" if ns else str(meta.get("name", ""))
             with self._lock:
                 if event.type == "DELETED":
                     self._changed(kind, key, removed=True)
@@ -135,7 +133,9 @@ class SchedulerCache:
                     # the views' messages already start with the object ("Pod ns/name: spec...")
                     log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
-                self._changed(kind, key)
+                self.generation += 1   # _changed(kind, key)
+                generations[kind] += 1
+                note(kind, key)
                 if self.parse_errors:
                     self.parse_errors.pop(f"{kind} {key}", None)
                 objects[key] = view

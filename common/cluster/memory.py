@@ -306,7 +306,8 @@ class MemoryCluster:
 
         Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
         """
-        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
+        rv = self._last_rv = next(self._rv)   # _next_rv()
+        new["metadata"] = {**new["metadata"], "resourceVersion": str(rv)}
         bucket = self._objects.get(kind)   # _bucket: the kind was checked to find the object
         if bucket is None:
             bucket = self._objects[kind] = {}
@@ -440,11 +441,12 @@ class MemoryCluster:
     # -- subresources -------------------------------------------------------------------------------
     def _run_pod(self, pod: dict[str, Any]) -> None:
         """Make ``pod`` (a new version, not yet stored) Running and Ready; its status is replaced, not changed."""
-        status = pod["status"] = dict(pod.get("status", {}))
+        status = pod["status"] = dict(pod.get("status", _NONE))
         status["phase"] = "Running"
         if "startTime" not in status:
             status["startTime"] = self._now_rfc3339()
-        conds = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "PodScheduled")]
+        earlier = status.get("conditions")
+        conds = [c for c in earlier if c.get("type") not in ("Ready", "PodScheduled")] if earlier else []
         conds.append({"type": "PodScheduled", "status": "True"})
         conds.append({"type": "Ready", "status": "True"})
         status["conditions"] = conds

@@ -142,7 +142,10 @@ def _labels(task: TaskInfo) -> Hashable:
 def signature(task: TaskInfo, keys: list[RowsKey | None]) -> Hashable:
     """The pod's signature for the declaring plugins' ``keys`` (None: the plugin gives none, so its rows read the
     labels): pods with equal signatures get the same rows from every declaring plugin."""
-    return _base(task.pod), tuple(_labels(task) if key is None else key(task) for key in keys)
+    parts = []   # a loop, not a generator: once for every pod the runs are asked about
+    for key in keys:
+        parts.append(_labels(task) if key is None else key(task))
+    return _base(task.pod), tuple(parts)
 
 
 @dataclass(slots=True)

@@ -437,7 +437,11 @@ class Session:
         return True
 
     def job_ready(self, job: JobInfo) -> bool:
-        return self._all_true("job_ready", job)
+        # _all_true("job_ready", job) without its call: asked three times for every pod allocate places
+        for _, fn in self.enabled("job_ready"):
+            if not fn(job):
+                return False
+        return True
 
     def _vote(self, kind: str, job: JobInfo) -> bool:
         for row in self._tiers(kind):
@@ -563,10 +567,16 @@ class Session:
             task.status = status
 
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
-        self.set_status(task, status)
+        job = self.jobs.get(task.job)   # set_status(task, status), without its call: once for every pod placed
+        if job is not None:
+            job.update_task_status(task, status)
+        else:
+            task.status = status
         task.node_name = node.name
         node.add_task(task)
-        self.fire_allocate(task)
+        for h in self.event_handlers:   # fire_allocate(task)
+            if h.allocate is not None:
+                h.allocate(task)
 
     def unplace(self, task: TaskInfo) -> None:
         node = self.node_by_name.get(task.node_name)
@@ -599,7 +609,11 @@ class Session:
         """Send the bind for an Allocated task (status Binding in this session)."""
         node = self.node_by_name[task.node_name]
         was = task.status
-        self.set_status(task, TaskStatus.BINDING)
+        job = self.jobs.get(task.job)   # set_status(task, BINDING), without its call: once for every pod bound
+        if job is not None:
+            job.update_task_status(task, TaskStatus.BINDING)
+        else:
+            task.status = TaskStatus.BINDING
         node.restatus(task, was)
         if not self.sink.bind(task, task.node_name):
             self.unplace(task)

@@ -141,14 +141,18 @@ def _entry(pod: PodView, node: str, now: float, args: LoadAwareArgs,
     """:func:`assigned_pod`, whether the pod has a PodScheduled time (else the entry is dated ``now``) and the
     seconds after it its deadline falls (None: the deadline does not depend on that time)."""
     est = estimate_row(pod, args) if estimate is None else estimate
-    scheduled = _condition_time(pod, "PodScheduled")
+    # a pod the scheduler just placed has no conditions, nor (mostly) the annotations: nothing is looked for then
+    conditions = (pod.raw.get("status") or {}).get("conditions")
+    scheduled = _condition_time(pod, "PodScheduled") if conditions else None
     timestamp = scheduled if scheduled is not None else now
-    after_init = _seconds(pod, AFTER_INIT_ANNOTATION, args.estimated_seconds_after_initialized,
-                          args.allow_customize_estimation)
-    after_sched = _seconds(pod, AFTER_SCHED_ANNOTATION, args.estimated_seconds_after_pod_scheduled,
-                           args.allow_customize_estimation)
+    custom = args.allow_customize_estimation and (AFTER_INIT_ANNOTATION in pod.annotations
+                                                  or AFTER_SCHED_ANNOTATION in pod.annotations)
+    after_init = (_seconds(pod, AFTER_INIT_ANNOTATION, args.estimated_seconds_after_initialized, True) if custom
+                  else args.estimated_seconds_after_initialized)
+    after_sched = (_seconds(pod, AFTER_SCHED_ANNOTATION, args.estimated_seconds_after_pod_scheduled, True) if custom
+                   else args.estimated_seconds_after_pod_scheduled)
     # the Initialized time is read only where it may set the deadline
-    initialized = _condition_time(pod, "Initialized") if after_init and after_init > 0 else None
+    initialized = _condition_time(pod, "Initialized") if conditions and after_init and after_init > 0 else None
     deadline: float | None = None
     from_timestamp: int | None = None
     if after_init and after_init > 0 and initialized is not None:

@@ -207,6 +207,7 @@ class LoadAwareState:
         self._static: dict[bool, _Static] = {}
         self._plain: dict[bool, tuple[IntArray, IntArray, FloatArray]] = {}   # _plain_inputs, kept with _static
         self._valid: BoolArray | None = None   # the nodes the score reads a load of (_scored)
+        self._valid_all = False   # whether that is every node (kept with _valid)
         self._alloc_div = np.where(self.allocatable > 0, self.allocatable, 1).astype(np.float64)
         self._alloc_pos = self.allocatable > 0
         self._alloc_all_pos = bool(self._alloc_pos.all())
@@ -542,9 +543,12 @@ class LoadAwareState:
         if rows is not None and len(rows) <= ROW_BY_ROW:
             return np.array(self._score_rows(rows.tolist(), load, estimate.tolist(), self._weight_list),
                             dtype=np.int64)
-        valid = self._scored()
+        valid: BoolArray | None = self._scored()
+        if self._valid_all:   # every node's load is read: no score to set to 0
+            valid = None
         if rows is not None:
-            load, alloc, valid = load[rows], alloc[rows], valid[rows]
+            load, alloc = load[rows], alloc[rows]
+            valid = None if valid is None else valid[rows]
         if self._alloc_all_pos:   # no node to leave out: what is free, as a percent (0 when over), in place
             s = alloc - load
             s -= estimate
@@ -562,7 +566,8 @@ class LoadAwareState:
         if wsum <= 0:
             return np.zeros(n, dtype=np.int64)
         out: IntArray = total // wsum
-        out *= valid   # 0 where no load is read
+        if valid is not None:
+            out *= valid   # 0 where no load is read
         return out
 
     def _scored(self) -> BoolArray:
@@ -571,6 +576,7 @@ class LoadAwareState:
         valid = self._valid
         if valid is None:
             valid = self._valid = self.has_metric & ~self.expired & self.has_status
+            self._valid_all = bool(valid.all())
         return valid
 
     def score_rows_of(self, estimate: IntArray, *, is_prod: bool,
@@ -584,8 +590,11 @@ class LoadAwareState:
 
         def rows(at: list[int]) -> list[int]:
             if len(at) > ROW_BY_ROW:
-                return [v * weight for v in self.score(estimate, is_prod=is_prod,
-                                                        rows=np.array(at, dtype=np.int64)).tolist()]
+                scores = self.score(estimate, is_prod=is_prod, rows=np.array(at, dtype=np.intp))
+                if weight != 1:
+                    scores *= weight
+                out: list[int] = scores.tolist()
+                return out
             load = self.load_prod if prod_pod else self.load_score
             return [v * weight for v in self._score_rows(at, load, est, weights)]
         return rows

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from common.objects import PodView
 from common.selectors import LabelSelector
+from common.slots import slot_maker
 from scheduler.framework.api import TaskInfo, TaskStatus, on_node
 from scheduler.framework.changes import ChangeLog
 from scheduler.framework.memo import IdentityMemo
@@ -57,6 +58,10 @@ class Placed:
     node: int
     terminating: bool
     group: GroupKey
+
+
+# Placed(...) made slot by slot (common.slots): a record per pod placed
+_make_placed = slot_maker(Placed)
 
 
 class _NodeSeed:
@@ -625,7 +630,7 @@ class PodIndex:
             key: GroupKey | None = self._group_keys.get(task.pod)
             if key is None:
                 key = self._group_keys.put(task.pod, group_key(task.pod))
-            placed = Placed(task.pod, idx, terminating, key)
+            placed: Placed = _make_placed(task.pod, idx, terminating, key)
             self._placed[task.uid] = placed
             self._apply(task.uid, placed, 1)
 
@@ -722,6 +727,10 @@ def _has_pod_affinity(pod: PodView) -> bool:
 
 
 def _has_host_ports(pod: PodView) -> bool:
+    """Whether a container of the pod asks for a host port (loops, not a generator: asked for every pod placed)."""
     spec = pod.raw.get("spec") or {}
-    return any(port_number(port.get("hostPort")) > 0 for c in spec.get("containers") or []
-               for port in c.get("ports") or [])
+    for c in spec.get("containers") or ():
+        for port in c.get("ports") or ():
+            if port_number(port.get("hostPort")) > 0:
+                return True
+    return False

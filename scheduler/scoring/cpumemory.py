@@ -120,16 +120,15 @@ class PodScores:
         return out
 
     def _balanced(self, alloc: IntArray, used: IntArray) -> IntArray:
-        """``balance_two_columns``: the IEEE operations of ``_balance_two`` on both resources at once."""
-        f: FloatArray = (used + self.requests).astype(np.float64)
-        f /= alloc
+        """``balance_two_columns``: the IEEE operations of ``_balance_two`` on both resources at once (an integer
+        division made in float64 converts both sides first; the truncation to an integer is the cast's)."""
+        f: FloatArray = np.true_divide(used + self.requests, alloc)
         np.minimum(f, 1.0, out=f)
         d = f[0] - f[1]
         d /= 2.0
         np.abs(d, out=d)
         np.subtract(1.0, d, out=d)
         d *= 100.0
-        np.trunc(d, out=d)
         out: IntArray = d.astype(np.int64)
         return out
 

@@ -15,6 +15,7 @@ from common.objects import PodView
 from common.slots import slot_filler, slot_maker
 from scheduler.framework.api import JobInfo, TaskInfo
 from scheduler.framework.template import TaskTemplate
+from scheduler.plugins.podindex import Placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,7 @@ def test_a_made_object_is_what_the_constructor_makes(a: int, b: str, c: tuple[in
             made.a = 0   # type: ignore[misc]
 
 
-_PER_POD = [PodView, EventRecord, TaskInfo, JobInfo, TaskTemplate]
+_PER_POD = [PodView, EventRecord, TaskInfo, JobInfo, TaskTemplate, Placed]
 
 
 @pytest.mark.parametrize("cls", _PER_POD)
