@@ -28,7 +28,7 @@ from common.objects import NodeView, PodView
 from scheduler.framework.api import TaskInfo
 from scheduler.framework.arrays import carried_caches
 from scheduler.framework.plugin import Arguments, register_plugin
-from scheduler.framework.runs import RowFn, SplitRows, accounting_alone
+from scheduler.framework.runs import RowFn, RowsSince, SplitRows, accounting_alone
 from scheduler.framework.session import Session
 from scheduler.predicates.taints import taint_counts
 from scheduler.scoring.balanced import ROW_BY_ROW as BALANCED_ROW_BY_ROW
@@ -69,6 +69,8 @@ MIN_IMAGE_THRESHOLD = 23 * MB
 MAX_CONTAINER_IMAGE_THRESHOLD = 1000 * MB
 # SessionMemo key of the image sizes the sessions share while their node views are the same
 _IMAGES_KEY = "nodeorder.images"
+# SessionMemo key (carried) of what the rows read of every Node object as the previous claiming session opened
+_VIEWS_KEY = "nodeorder.views"
 
 
 def normalized_image_name(name: str) -> str:
@@ -387,11 +389,21 @@ def _labels_key(spread: PartRows | None) -> Callable[[TaskInfo], Hashable]:
     return key
 
 
-def _views_unmoved(views_moved: bool) -> IntArray | None:
-    """The rows' changes since the previous session: besides the node accounting, the rows read every node's view
-    (whether any node has an untolerated PreferNoSchedule taint, how many nodes have an image), so any node's view
-    changing may change every node's rows."""
-    return None if views_moved else accounting_alone(views_moved)
+def _rows_since(ssn: Session) -> RowsSince:
+    """The rows' changes since the previous session: besides the node accounting, the rows read of the Node objects
+    only what every node shares — the distinct taint sets (whether any node has a PreferNoSchedule taint a pod does
+    not tolerate) and the images nodes report (how many nodes have each).  While the taint sets are those the
+    previous claiming session opened with and no node reports an image, a Node object changing changes no row;
+    else it may change every node's."""
+    key = (frozenset(TaintCheck(ssn).groups.keys), bool(ImageLocality.of(ssn).sizes))
+    previous = ssn.memo.carried(_VIEWS_KEY) if ssn.renewing else None
+    if ssn.renewing:
+        ssn.memo.carry(_VIEWS_KEY, key)
+    shared = previous == key and not key[1]
+
+    def rows_since(views_moved: bool) -> IntArray | None:
+        return accounting_alone(views_moved) if shared or not views_moved else None
+    return rows_since
 
 
 def _nothing(task: TaskInfo) -> IntArray | None:
@@ -524,7 +536,7 @@ class NodeOrder:
             spread = [part for name, _, (_, _, part) in built if name == "podtopologyspread"]
             ssn.add_vector_score_fn(NAME, _weighted_sum(summed, self.weight, len(ssn.nodes)), rows=rows,
                                     rows_key=_labels_key(spread[0] if spread else None),
-                                    rows_moved=lambda task: names_terms(task.pod), rows_since=_views_unmoved)
+                                    rows_moved=lambda task: names_terms(task.pod), rows_since=_rows_since(ssn))
 
     def on_session_close(self, ssn: Session) -> None:
         self.parts = []

@@ -163,11 +163,13 @@ def test_a_nodemetric_report_reaches_a_carried_kept_state(monkeypatch: pytest.Mo
     assert placed["default/a1"] == "n2"
 
 
-def test_a_node_relabelled_alone_reaches_a_carried_kept_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A zone-a pod's kept state, carried past the relabelling of a zone-a node nothing else changed on, no longer
-    has that node feasible (fails when the runs leave out the nodes whose view the carried state saw change)."""
+@pytest.mark.parametrize("conf_text", [LOADAWARE_CONF, DEFAULT_CONF_YAML])
+def test_a_node_relabelled_alone_reaches_a_carried_kept_state(conf_text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zone-a pod's kept state, carried past the relabelling of a zone-a node nothing else changed on (with the
+    default conf too: nodeorder's rows read no node's labels), no longer has that node feasible (fails when the
+    runs leave out the nodes whose view the carried state saw change)."""
     monkeypatch.setattr(SignatureRuns, "pick", checked_pick(SignatureRuns.pick))
-    state = _Cluster(LOADAWARE_CONF)
+    state = _Cluster(conf_text)
     state.apply(("metric", "n2", 2000, 10))
     state.apply(("arrive", 2))
     state.apply(("session",))
