@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from operator import is_
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo", "SessionMemo"]
+__all__ = ["IdentityMemo", "SessionMemo", "same_objects"]
 
 V = TypeVar("V")
 T = TypeVar("T")
@@ -70,9 +70,10 @@ class IdentityMemo(Generic[V]):
         return sum(1 for e in self._entries.values() if e[2] >= oldest)
 
 
-def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    """The very same objects, in the same order."""
-    return len(a) == len(b) and all(map(is_, a, b))
+def same_objects(a: Sequence[object], b: Sequence[object]) -> bool:
+    """The very same objects, in the same order (the very same sequence without a look at them): what the memos
+    key values derived from every node view, profile or pod of a node by."""
+    return a is b or (len(a) == len(b) and all(map(is_, a, b)))
 
 
 class SessionMemo:
@@ -141,7 +142,7 @@ class SessionMemo:
         rotation (a session's callers hand the same read-only node list to several keys, 5,000 objects each)."""
         seq = self.shared_tuple(objects)
         hit = self._values.get(key)
-        if hit is not None and (hit[0] is seq or _same(hit[0], seq)):
+        if hit is not None and (hit[0] is seq or same_objects(hit[0], seq)):
             value: V = hit[1]
             if hit[0] is not seq:
                 self._values[key] = (seq, value)
@@ -158,7 +159,7 @@ class SessionMemo:
         last = self._last_sequence
         if last is not None and last[1] is objects and last[2] == self.epoch:
             return last[0]
-        seq = last[0] if last is not None and _same(last[0], objects) else tuple(objects)
+        seq = last[0] if last is not None and same_objects(last[0], objects) else tuple(objects)
         self._last_sequence = (seq, objects, self.epoch)
         return seq
 

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_not
 from typing import TypeVar
 
 import numpy as np
@@ -28,6 +28,7 @@ import numpy.typing as npt
 from common.objects import NodeMetricView, NodeView, PodView
 from common.reservation import RESERVATIONS_ANNOTATION
 from scheduler.framework.changes import ChangeLog, Changes
+from scheduler.framework.memo import same_objects
 
 from .args import LoadAwareArgs
 from .cache import AssignedPodCache, NodeEntries, load_rows
@@ -80,11 +81,6 @@ class PodLog:
     changes: ChangeLog
     generation: int
     by_key: Mapping[str, PodView]
-
-
-def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    """The very same objects, in the same order (the very same sequence without a look at them)."""
-    return a is b or (len(a) == len(b) and all(map(is_, a, b)))
 
 
 def _stale(kept: CarriedNodes, now: float) -> BoolArray:
@@ -301,7 +297,7 @@ def carry_nodes(args: LoadAwareArgs, memo: LoadAwareMemo, views: Sequence[NodeVi
     kept = memo.carried_nodes
     # the very node views of the kept state have its names (compared by identity: no view is read), and are then
     # taken as the kept sequence
-    if kept is not None and _same(views, kept.views):
+    if kept is not None and same_objects(views, kept.views):
         views, names = kept.views, kept.names
     else:
         names = tuple(map(_NAME, views))

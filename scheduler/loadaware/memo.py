@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import is_
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -23,7 +22,7 @@ from common.objects import NodeMetricView, NodeView, PodView
 from common.qos import PriorityClass
 from common.resources import Resources
 from common.slots import slot_maker
-from scheduler.framework.memo import SessionMemo
+from scheduler.framework.memo import SessionMemo, same_objects
 
 from .args import LoadAwareArgs
 from .cache import AssignedPod, MetricLoad, NodeEntries, Stamp, enters_cache, estimate_row, metric_load, stamped_entry
@@ -85,11 +84,6 @@ class _NodePods:
 
 # _NodePods(...) made slot by slot (common.slots): one per node whose pods changed, every session
 _make_node_pods = slot_maker(_NodePods)
-
-
-def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    """The very same objects, in the same order."""
-    return len(a) == len(b) and all(map(is_, a, b))
 
 
 def _dated_alike(group: NodeEntries, then: float, now: float, recent: float | None) -> bool:
@@ -215,7 +209,7 @@ class LoadAwareMemo:
     def for_profiles(self, profiles: Sequence[ThresholdProfile], compute: Callable[[], T]) -> T:
         """``compute()`` (something derived from the nodes' threshold profiles), kept while they are the same."""
         hit = self._thresholds
-        if hit is None or not _same(hit[0], profiles):
+        if hit is None or not same_objects(hit[0], profiles):
             hit = self._thresholds = (tuple(profiles), compute())
         value: T = hit[1]
         return value
@@ -225,7 +219,7 @@ class LoadAwareMemo:
         objects, whatever the session time: those dated with it are dated anew by the cache that reads them
         (:meth:`NodeEntries.at`).  When some pods changed, the others' entries are taken over, dated at ``now``."""
         hit = self._node_entries.get(node)
-        if hit is not None and _same(hit.pods, pods):
+        if hit is not None and same_objects(hit.pods, pods):
             return hit.group
         # the previous pods are still held by `hit`, so their ids cannot belong to another object
         before = hit.by_id() if hit is not None else {}
@@ -285,7 +279,7 @@ class LoadAwareMemo:
         """The nodes' estimated allocatable matrix (``row(node)`` per node, kept per node object, and the matrix
         while the nodes are the same objects); a copy, so the caller may change it."""
         hit = self._allocatable
-        if hit is None or not _same(hit[0], nodes):
+        if hit is None or not same_objects(hit[0], nodes):
             rows: list[Sequence[int]] = []
             for node in nodes:
                 got: Sequence[int] | None = self._node_allocatable.get(node)
@@ -299,7 +293,7 @@ class LoadAwareMemo:
     def waterlines(self, policies: Sequence[object], nodes: Sequence[NodeView], compute: Callable[[], Any]) -> Any:
         """``compute()`` (the waterline caps of ``nodes`` under ``policies``), kept while both are the same objects."""
         hit = self._waterlines
-        if hit is not None and _same(hit[0], policies) and _same(hit[1], nodes):
+        if hit is not None and same_objects(hit[0], policies) and same_objects(hit[1], nodes):
             return hit[2]
         value = compute()
         self._waterlines = (tuple(policies), tuple(nodes), value)

@@ -385,13 +385,13 @@ def test_for_objects_compares_a_session_list_once_for_every_key(monkeypatch: Any
         memo.for_objects(key, list(views), lambda: 0)
     memo.rotate()
     compared: list[int] = []
-    same = memo_module._same
+    same = memo_module.same_objects
 
     def counted(a: Any, b: Any) -> bool:
         compared.append(1)
         return same(a, b)
 
-    monkeypatch.setattr(memo_module, "_same", counted)
+    monkeypatch.setattr(memo_module, "same_objects", counted)
     session_list = list(views)
     assert [memo.for_objects(key, session_list, lambda: 1) for key in ("a", "b", "c")] == [0, 0, 0]
     assert len(compared) == 1
