@@ -100,7 +100,6 @@ class SchedulerCache:
         parse = _PARSERS[kind]
         objects = self._objects[kind]
         pods = kind == "Pod"
-        generations, note = self._kind_generation, self.changes.note   # _changed's, for the common event
 
         def handle(event: WatchEvent) -> None:
             if event.type == "BOOKMARK":
@@ -133,9 +132,7 @@ class SchedulerCache:
                     # the views' messages already start with the object ("Pod ns/name: spec...")
                     log.warning("skipping %s %s: %s", kind, key, str(exc).removeprefix(f"{kind} {key}: "))
                     return
-                self.generation += 1   # _changed(kind, key)
-                generations[kind] += 1
-                note(kind, key)
+                self._changed(kind, key)
                 if self.parse_errors:
                     self.parse_errors.pop(f"{kind} {key}", None)
                 objects[key] = view

@@ -306,8 +306,7 @@ class MemoryCluster:
 
         Stored objects are never changed in place, only replaced, so versions may share unchanged parts.
         """
-        rv = self._last_rv = next(self._rv)   # _next_rv()
-        new["metadata"] = {**new["metadata"], "resourceVersion": str(rv)}
+        new["metadata"] = {**new["metadata"], "resourceVersion": self._next_rv()}
         bucket = self._objects.get(kind)   # _bucket: the kind was checked to find the object
         if bucket is None:
             bucket = self._objects[kind] = {}

@@ -437,11 +437,7 @@ class Session:
         return True
 
     def job_ready(self, job: JobInfo) -> bool:
-        # _all_true("job_ready", job) without its call: asked three times for every pod allocate places
-        for _, fn in self.enabled("job_ready"):
-            if not fn(job):
-                return False
-        return True
+        return self._all_true("job_ready", job)
 
     def _vote(self, kind: str, job: JobInfo) -> bool:
         for row in self._tiers(kind):
@@ -567,16 +563,10 @@ class Session:
             task.status = status
 
     def place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus) -> None:
-        job = self.jobs.get(task.job)   # set_status(task, status), without its call: once for every pod placed
-        if job is not None:
-            job.update_task_status(task, status)
-        else:
-            task.status = status
+        self.set_status(task, status)
         task.node_name = node.name
         node.add_task(task)
-        for h in self.event_handlers:   # fire_allocate(task)
-            if h.allocate is not None:
-                h.allocate(task)
+        self.fire_allocate(task)
 
     def unplace(self, task: TaskInfo) -> None:
         node = self.node_by_name.get(task.node_name)
@@ -609,11 +599,7 @@ class Session:
         """Send the bind for an Allocated task (status Binding in this session)."""
         node = self.node_by_name[task.node_name]
         was = task.status
-        job = self.jobs.get(task.job)   # set_status(task, BINDING), without its call: once for every pod bound
-        if job is not None:
-            job.update_task_status(task, TaskStatus.BINDING)
-        else:
-            task.status = TaskStatus.BINDING
+        self.set_status(task, TaskStatus.BINDING)
         node.restatus(task, was)
         if not self.sink.bind(task, task.node_name):
             self.unplace(task)

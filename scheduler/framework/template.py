@@ -72,8 +72,7 @@ class TaskTemplate:
                 vectors.put(pod.requests, got)
         _, req, vec, nonzero, packed, best_effort, names = got
         prio_text = pod.annotations.get(TASK_PRIORITY_KEY)
-        raw = pod.raw   # _has_spec_priority and _nominated, read without their calls: once for every new pod
-        has_priority = "priority" in (raw.get("spec") or {})
+        has_priority = _has_spec_priority(pod)
         priority = pod.priority if has_priority else 1
         if prio_text is not None:
             try:
@@ -87,7 +86,7 @@ class TaskTemplate:
         template: TaskTemplate = _make_template(
             pod.uid or pod.key, req, task_status_of(pod), pod.node_name, priority,
             True if flag is None else flag.strip().lower() in ("true", "1", "yes"), pod_flag(pod, TASK_SPEC_KEY) or "",
-            best_effort, vec, nonzero, str((raw.get("status") or {}).get("nominatedNodeName", "") or ""), names,
+            best_effort, vec, nonzero, _nominated(pod), names,
             job_id, bool(pod.group_name), pod.terminal, pod.scheduler_name, job_id.split("/", 1)[1],
             pod.creation_time or 0.0, pod.priority_class_name, spec_priority, packed)
         return template
